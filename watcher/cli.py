@@ -1,0 +1,213 @@
+"""The `watcher` command line. Data goes to stdout; progress and logs to stderr."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from watcher import __version__
+from watcher.config import Config, default_config_text, load_config
+from watcher.errors import WatcherError
+
+log = logging.getLogger("watcher")
+CONFIG_HELP = "Path to watch.toml (paths inside it are relative to its folder)."
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * verbose if verbose else logging.INFO
+    logging.basicConfig(
+        level=max(level, logging.DEBUG),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING if verbose < 2 else logging.DEBUG)
+
+
+def _config(path: str) -> Config:
+    return load_config(Path(path))
+
+
+class _Group(click.Group):
+    """Turns WatcherError into a one-line message and its exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except WatcherError as e:
+            click.echo(f"Error: {e}", err=True)
+            ctx.exit(e.exit_code)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="watcher")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for HTTP).")
+def cli(verbose: int) -> None:
+    """watcher: watch upstream blockers, smoke-test the recipe, publish the truth.
+
+    Start with `watcher init`, then `watcher check-now`.
+    """
+    _setup_logging(verbose)
+
+
+@cli.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
+def init(directory: Path) -> None:
+    """Write the default watch list (watch.toml) into DIRECTORY.
+
+    Never overwrites an existing file.
+
+    Example: watcher init ~/guide-watch
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "watch.toml"
+    if target.exists():
+        raise WatcherError(f"{target} already exists; not overwriting it")
+    target.write_text(default_config_text(), encoding="utf-8")
+    click.echo(str(target))
+    click.echo(
+        "Next: watcher validate --config "
+        + str(target)
+        + " && watcher check-now --config "
+        + str(target),
+        err=True,
+    )
+
+
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+def validate(config_path: str) -> None:
+    """Check watch.toml without polling anything.
+
+    Exits 2 with the file, table and key named when something is wrong.
+
+    Example: watcher validate --config watch.toml
+    """
+    cfg = _config(config_path)
+    click.echo(
+        f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
+        f"{len(cfg.recipes)} recipes, {len(cfg.pages)} pages"
+    )
+
+
+@cli.command("check-now")
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--dry-run", is_flag=True, help="Poll, but write nothing; print what would change.")
+@click.option("--offline", is_flag=True, help="Do not ask GitHub; render from the stored state.")
+@click.option("--no-smoke", is_flag=True, help="Never start or dispatch a smoke run in this cycle.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the status document (status.json) to stdout."
+)
+def check_now(
+    config_path: str, dry_run: bool, offline: bool, no_smoke: bool, as_json: bool
+) -> None:
+    """Run one cycle now: poll GitHub, evaluate the blockers, regenerate the pages.
+
+    When GitHub cannot be reached the pages are rendered from the last known state (items marked
+    stale), a warning goes to stderr, and the exit code is still 0.
+
+    Example: GITHUB_TOKEN=... watcher check-now --config watch.toml
+    """
+    from watcher.cycle import run_cycle
+
+    cfg = _config(config_path)
+    report = run_cycle(cfg, offline=offline, dry_run=dry_run, no_smoke=no_smoke)
+    if report.offline_note:
+        click.echo(f"warning: {report.offline_note}", err=True)
+    for item_id, err in sorted(report.item_errors.items()):
+        click.echo(f"warning: {item_id}: {err} (kept its last known state, marked stale)", err=True)
+    log.info(report.summary())
+    if as_json:
+        click.echo(json.dumps(report.status, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    if dry_run:
+        _print_dry_run(report)
+        return
+    for page_id, p in report.pages.items():
+        verb = "wrote" if p["written"] else "unchanged"
+        click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
+    click.echo(f"status: {cfg.site_dir / 'status.json'}")
+
+
+def _print_dry_run(report) -> None:
+    click.echo("dry run: nothing was written")
+    if not report.events:
+        click.echo("no changes")
+    for e in report.events:
+        click.echo(f"would record: {e['message']}")
+    for page_id, p in report.pages.items():
+        path = Path(p["path"])
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        if old == p["text"]:
+            click.echo(f"{page_id}: {path} would not change")
+        else:
+            click.echo(
+                f"{page_id}: {path} would be {'created' if old is None else 'updated'} ({p['status']})"
+            )
+
+
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the stored statuses as JSON.")
+def status(config_path: str, as_json: bool) -> None:
+    """Show pages, blockers and items from the store, without polling.
+
+    Example: watcher status
+    """
+    from watcher.evaluate import evaluate
+    from watcher.render import item_view
+    from watcher.store import Store, utcnow
+
+    cfg = _config(config_path)
+    store = Store(cfg.db_path)
+    try:
+        items = store.items()
+        ev = evaluate(cfg, items, store.smoke_runs(), store.statuses(), utcnow())
+        last = store.last_finished_cycle(polled_only=True)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "last_checked": (last or {}).get("finished_at"),
+                    "pages": {
+                        k: {"status": v.status, "reason": v.reason} for k, v in ev.pages.items()
+                    },
+                    "blockers": {
+                        k: {"status": v.status, "reason": v.reason} for k, v in ev.blockers.items()
+                    },
+                    "items": [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items],
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
+        return
+    click.echo(f"last checked: {(last or {}).get('finished_at') or 'never'}")
+    rows = [("PAGE", "STATUS", "REASON")] + [(p, v.status, v.reason) for p, v in ev.pages.items()]
+    rows += [("BLOCKER", "STATUS", "REASON")] + [
+        (b, v.status, v.reason) for b, v in ev.blockers.items()
+    ]
+    rows += [("ITEM", "STATE", "TITLE")]
+    for i in cfg.items:
+        v = item_view(cfg, i.id, items.get(i.id))
+        state = v["state"] + (" (stale)" if v["stale"] else "")
+        if v["superseded_by"]:
+            state += f", superseded by #{v['superseded_by']}"
+        if v["in_release"]:
+            state += f", in {v['in_release']}"
+        rows.append((i.id, state, (v["title"] or "")[:70]))
+    widths = [min(max(len(r[c]) for r in rows), 40) for c in range(2)]
+    for r in rows:
+        if r[0].isupper():
+            click.echo("")
+        click.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}")
+
+
+def main() -> None:
+    cli(prog_name="watcher")

@@ -1,0 +1,689 @@
+"""watch.toml -> typed, validated objects.
+
+Every error names the file, the table and the key, so a maintainer can fix it without reading code.
+Unknown keys are errors (a typo must not silently disable a blocker). Paths inside a config are
+relative to the config file's folder.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from watcher.errors import ConfigError
+
+ITEM_KINDS = ("issue", "pull", "commits", "releases")
+RULES = ("any", "all")
+ENGINES = ("sglang", "vllm", "other")
+BLOCKER_STATUSES = ("blocked", "fix-merged", "verified", "reproduces")
+STAGES = ("startup", "probe")
+DEFAULT_READY_PATH = {"sglang": "/health_generate", "vllm": "/health", "other": "/health"}
+DEFAULT_API_URL = "https://api.github.com"
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str | int | float) -> float:
+    """'30m' -> 1800.0; bare numbers are seconds."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text)
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 6h, 14d)")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+# ---------------------------------------------------------------- typed objects
+
+
+@dataclass(frozen=True)
+class Settings:
+    """[watcher]: where things live and how politely to poll."""
+
+    github_api_url: str = DEFAULT_API_URL
+    data_dir: str = "data"
+    site_dir: str = "site"
+    interval: float = 1800.0
+    jitter: float = 120.0
+    misfire_grace: float = 600.0
+    stale_after: float = 3.0  # multiples of interval before the site says checks stopped
+    concurrency: int = 8
+    timeout: float = 20.0
+    max_rate_limit_wait: float = 120.0
+    lock_timeout: float = 60.0
+    user_agent: str = "watcher/0.1 (+https://github.com)"
+
+
+@dataclass(frozen=True)
+class Snooze:
+    until: date
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One upstream thing: an issue, a pull request, a filtered commit stream or a release stream."""
+
+    id: str
+    repo: str
+    kind: str
+    label: str = ""
+    number: int | None = None
+    paths: tuple[str, ...] = ()
+    pattern: str | None = None
+    branch: str | None = None
+    since: str | None = None
+    require_release: bool = False
+    snooze: Snooze | None = None
+
+    @property
+    def owner_name(self) -> tuple[str, str]:
+        owner, _, name = self.repo.partition("/")
+        return owner, name
+
+    @property
+    def html_url(self) -> str:
+        if self.kind == "pull":
+            return f"https://github.com/{self.repo}/pull/{self.number}"
+        if self.kind == "issue":
+            return f"https://github.com/{self.repo}/issues/{self.number}"
+        if self.kind == "releases":
+            return f"https://github.com/{self.repo}/releases"
+        return f"https://github.com/{self.repo}/commits"
+
+
+@dataclass(frozen=True)
+class Override:
+    status: str
+    reason: str
+    until: date | None = None
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A reason the recipe cannot ship, the items whose states would clear it, and its signatures."""
+
+    id: str
+    title: str
+    items: tuple[str, ...] = ()
+    rule: str = "any"
+    watch: tuple[str, ...] = ()  # related items shown for context; never clear the blocker
+    signatures: tuple[str, ...] = ()
+    fails_at: str = "startup"
+    description: str = ""
+    override: Override | None = None
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpu_name: str = "RTX 3090"
+    gpu_count: int = 1
+    min_memory_mib: int = 24000
+
+
+@dataclass(frozen=True)
+class Checks:
+    prompt: str = "What is the capital of France? Answer with one word."
+    expect: str = "Paris"
+    max_tokens: int = 64
+    min_decode_tokens_per_s: float | None = None
+    min_accept_length: float | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A launch command for an engine plus the checks that make it 'work' on its target hardware."""
+
+    id: str
+    engine: str
+    command: tuple[str, ...]
+    title: str = ""
+    model: str = ""
+    port: int = 30000
+    host_port: int | None = None
+    ready_path: str = ""
+    startup_timeout: float = 900.0
+    spec_decode: bool = False
+    hardware: Hardware = field(default_factory=Hardware)
+    checks: Checks = field(default_factory=Checks)
+    blockers: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Park:
+    reason: str
+    until: date | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    """A generated document and the blockers and recipes its status is made of."""
+
+    id: str
+    title: str
+    output: str
+    template: str = "page.md.j2"
+    blockers: tuple[str, ...] = ()
+    recipes: tuple[str, ...] = ()
+    fragments: str | None = None  # folder of hand-written Markdown fragments
+    park: Park | None = None
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A failure family: a regex over log lines, and whether it means upstream, config or host."""
+
+    id: str
+    pattern: str
+    description: str = ""
+    kind: str = "upstream"  # upstream | config | environment
+
+
+@dataclass(frozen=True)
+class Smoke:
+    """[smoke]: where recipes run and how often."""
+
+    backend: str = "local"  # local | github-actions
+    max_runs_per_day: int = 2
+    validation_max_age: float = 14 * 86400.0
+    repo: str | None = None  # github-actions: where the workflow lives
+    workflow: str = "smoke.yml"
+    ref: str = "main"
+    poll_interval: float = 15.0
+    dispatch_timeout: float = 3 * 3600.0
+
+
+@dataclass(frozen=True)
+class Notify:
+    """[notify]: the tracking issue that gets the sticky status comment."""
+
+    repo: str | None = None
+    issue: int | None = None
+    enabled: bool = False
+    pages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    settings: Settings = field(default_factory=Settings)
+    items: tuple[Item, ...] = ()
+    blockers: tuple[Blocker, ...] = ()
+    recipes: tuple[Recipe, ...] = ()
+    pages: tuple[Page, ...] = ()
+    signatures: tuple[Signature, ...] = ()
+    smoke: Smoke = field(default_factory=Smoke)
+    notify: Notify = field(default_factory=Notify)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    def resolve(self, relative: str) -> Path:
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.resolve(self.settings.data_dir)
+
+    @property
+    def site_dir(self) -> Path:
+        return self.resolve(self.settings.site_dir)
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "watcher.db"
+
+    def item(self, item_id: str) -> Item:
+        return _by_id(self.items)[item_id]
+
+    def blocker(self, blocker_id: str) -> Blocker:
+        return _by_id(self.blockers)[blocker_id]
+
+    def recipe(self, recipe_id: str) -> Recipe:
+        return _by_id(self.recipes)[recipe_id]
+
+    def page(self, page_id: str) -> Page:
+        return _by_id(self.pages)[page_id]
+
+
+def _by_id(objs):
+    return {o.id: o for o in objs}
+
+
+# ---------------------------------------------------------------- parsing
+
+
+class _Reader:
+    """Reads one TOML table, checking types and rejecting unknown keys, with precise errors."""
+
+    def __init__(self, file: Path, where: str, table: Any):
+        self.file, self.where = file, where
+        if not isinstance(table, dict):
+            self.fail(None, f"must be a table, got {type(table).__name__}")
+        self.table = table
+        self.used: set[str] = set()
+
+    def fail(self, key: str | None, msg: str):
+        place = f"[{self.where}]" + (f" key '{key}'" if key else "")
+        raise ConfigError(f"{self.file}: {place}: {msg}")
+
+    def get(self, key: str, types, default=None, required: bool = False):
+        self.used.add(key)
+        if key not in self.table:
+            if required:
+                self.fail(key, "is required")
+            return default
+        value = self.table[key]
+        if types is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        ok = isinstance(value, types) and not (isinstance(value, bool) and types in (int, float))
+        if not ok:
+            names = (
+                types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+            )
+            self.fail(key, f"must be {names}, got {type(value).__name__} {value!r}")
+        return value
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        value = self.get(key, list, [])
+        if not all(isinstance(v, str) for v in value):
+            self.fail(key, "must be a list of strings")
+        return tuple(value)
+
+    def duration(self, key: str, default: float) -> float:
+        value = self.get(key, (str, int, float), None)
+        if value is None:
+            return default
+        try:
+            return parse_duration(value)
+        except ValueError as e:
+            self.fail(key, str(e))
+
+    def date(self, key: str) -> date | None:
+        value = self.get(key, (str, date), None)
+        if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
+            return value
+        if isinstance(value, datetime):
+            return value.date()
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            self.fail(key, f"must be a date like 2026-12-31, got {value!r}")
+
+    def choice(self, key: str, choices, default=None, required=False):
+        value = self.get(key, str, default, required)
+        if value is not None and value not in choices:
+            self.fail(key, f"must be one of {', '.join(choices)}; got {value!r}")
+        return value
+
+    def ident(self) -> str:
+        value = self.get("id", str, required=True)
+        if not _ID.match(value):
+            self.fail("id", f"{value!r} must be lower-case letters, digits, '.', '_' or '-'")
+        return value
+
+    def sub(self, key: str) -> _Reader | None:
+        self.used.add(key)
+        if key not in self.table:
+            return None
+        return _Reader(self.file, f"{self.where}.{key}", self.table[key])
+
+    def done(self):
+        unknown = sorted(set(self.table) - self.used)
+        if unknown:
+            self.fail(unknown[0], "is not a known key" + _hint(unknown[0], self.used))
+
+
+def _hint(key: str, known: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(known))})"
+
+
+def _settings(r: _Reader | None) -> Settings:
+    if r is None:
+        return Settings()
+    d = Settings()
+    s = Settings(
+        github_api_url=r.get("github_api_url", str, d.github_api_url).rstrip("/"),
+        data_dir=r.get("data_dir", str, d.data_dir),
+        site_dir=r.get("site_dir", str, d.site_dir),
+        interval=r.duration("interval", d.interval),
+        jitter=r.duration("jitter", d.jitter),
+        misfire_grace=r.duration("misfire_grace", d.misfire_grace),
+        stale_after=r.get("stale_after", float, d.stale_after),
+        concurrency=r.get("concurrency", int, d.concurrency),
+        timeout=r.duration("timeout", d.timeout),
+        max_rate_limit_wait=r.duration("max_rate_limit_wait", d.max_rate_limit_wait),
+        lock_timeout=r.duration("lock_timeout", d.lock_timeout),
+        user_agent=r.get("user_agent", str, d.user_agent),
+    )
+    if s.concurrency < 1:
+        r.fail("concurrency", "must be at least 1")
+    if s.interval <= 0:
+        r.fail("interval", "must be positive")
+    r.done()
+    return s
+
+
+def _item(r: _Reader) -> Item:
+    item_id = r.ident()
+    repo = r.get("repo", str, required=True)
+    if not re.match(r"^[\w.-]+/[\w.-]+$", repo):
+        r.fail("repo", f"must be 'owner/name', got {repo!r}")
+    kind = r.choice("kind", ITEM_KINDS, required=True)
+    number = r.get("number", int)
+    if kind in ("issue", "pull") and number is None:
+        r.fail("number", f"is required for kind '{kind}'")
+    if kind in ("commits", "releases") and number is not None:
+        r.fail("number", f"does not apply to kind '{kind}'")
+    pattern = r.get("pattern", str)
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            r.fail("pattern", f"is not a valid regular expression: {e}")
+    paths = r.str_list("paths")
+    if kind != "commits" and (paths or pattern):
+        r.fail("paths" if paths else "pattern", "applies only to kind 'commits'")
+    snooze = None
+    sr = r.sub("snooze")
+    if sr is not None:
+        snooze = Snooze(
+            until=sr.date("until") or sr.fail("until", "is required"),
+            reason=sr.get("reason", str, ""),
+        )
+        sr.done()
+    item = Item(
+        id=item_id,
+        repo=repo,
+        kind=kind,
+        label=r.get("label", str, ""),
+        number=number,
+        paths=paths,
+        pattern=pattern,
+        branch=r.get("branch", str),
+        since=r.get("since", str),
+        require_release=r.get("require_release", bool, False),
+        snooze=snooze,
+    )
+    r.done()
+    return item
+
+
+def _override(r: _Reader) -> Override:
+    o = Override(
+        status=r.choice("status", BLOCKER_STATUSES, required=True),
+        reason=r.get("reason", str, required=True),
+        until=r.date("until"),
+    )
+    r.done()
+    return o
+
+
+def _blocker(r: _Reader) -> Blocker:
+    orr = r.sub("override")
+    b = Blocker(
+        id=r.ident(),
+        title=r.get("title", str, required=True),
+        items=r.str_list("items"),
+        rule=r.choice("rule", RULES, "any"),
+        watch=r.str_list("watch"),
+        signatures=r.str_list("signatures"),
+        fails_at=r.choice("fails_at", STAGES, "startup"),
+        description=r.get("description", str, ""),
+        override=_override(orr) if orr else None,
+    )
+    r.done()
+    return b
+
+
+def _recipe(r: _Reader) -> Recipe:
+    recipe_id = r.ident()
+    engine = r.choice("engine", ENGINES, required=True)
+    command = r.str_list("command")
+    if not command:
+        r.fail(
+            "command", "must be a non-empty list of strings (an argv list, never a shell string)"
+        )
+    hw = Hardware()
+    hr = r.sub("hardware")
+    if hr is not None:
+        hw = Hardware(
+            gpu_name=hr.get("gpu_name", str, hw.gpu_name),
+            gpu_count=hr.get("gpu_count", int, hw.gpu_count),
+            min_memory_mib=hr.get("min_memory_mib", int, hw.min_memory_mib),
+        )
+        hr.done()
+    ch = Checks()
+    cr = r.sub("checks")
+    if cr is not None:
+        ch = Checks(
+            prompt=cr.get("prompt", str, ch.prompt),
+            expect=cr.get("expect", str, ch.expect),
+            max_tokens=cr.get("max_tokens", int, ch.max_tokens),
+            min_decode_tokens_per_s=cr.get("min_decode_tokens_per_s", float),
+            min_accept_length=cr.get("min_accept_length", float),
+        )
+        cr.done()
+    env_r = r.sub("env")
+    env: tuple[tuple[str, str], ...] = ()
+    if env_r is not None:
+        for k in env_r.table:
+            env = (*env, (k, env_r.get(k, str)))
+        env_r.done()
+    port = r.get("port", int, 30000)
+    rec = Recipe(
+        id=recipe_id,
+        engine=engine,
+        command=command,
+        title=r.get("title", str, ""),
+        model=r.get("model", str, ""),
+        port=port,
+        host_port=r.get("host_port", int),
+        ready_path=r.get("ready_path", str, DEFAULT_READY_PATH[engine]),
+        startup_timeout=r.duration("startup_timeout", 900.0),
+        spec_decode=r.get("spec_decode", bool, False),
+        hardware=hw,
+        checks=ch,
+        blockers=r.str_list("blockers"),
+        env=env,
+        notes=r.get("notes", str, ""),
+    )
+    r.done()
+    return rec
+
+
+def _page(r: _Reader) -> Page:
+    pr = r.sub("park")
+    park = None
+    if pr is not None:
+        park = Park(reason=pr.get("reason", str, required=True), until=pr.date("until"))
+        pr.done()
+    p = Page(
+        id=r.ident(),
+        title=r.get("title", str, required=True),
+        output=r.get("output", str, required=True),
+        template=r.get("template", str, "page.md.j2"),
+        blockers=r.str_list("blockers"),
+        recipes=r.str_list("recipes"),
+        fragments=r.get("fragments", str),
+        park=park,
+    )
+    r.done()
+    return p
+
+
+def _signature(r: _Reader) -> Signature:
+    pattern = r.get("pattern", str, required=True)
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        r.fail("pattern", f"is not a valid regular expression: {e}")
+    s = Signature(
+        id=r.ident(),
+        pattern=pattern,
+        description=r.get("description", str, ""),
+        kind=r.choice("kind", ("upstream", "config", "environment"), "upstream"),
+    )
+    r.done()
+    return s
+
+
+def _smoke(r: _Reader | None) -> Smoke:
+    if r is None:
+        return Smoke()
+    d = Smoke()
+    s = Smoke(
+        backend=r.choice("backend", ("local", "github-actions"), d.backend),
+        max_runs_per_day=r.get("max_runs_per_day", int, d.max_runs_per_day),
+        validation_max_age=r.duration("validation_max_age", d.validation_max_age),
+        repo=r.get("repo", str),
+        workflow=r.get("workflow", str, d.workflow),
+        ref=r.get("ref", str, d.ref),
+        poll_interval=r.duration("poll_interval", d.poll_interval),
+        dispatch_timeout=r.duration("dispatch_timeout", d.dispatch_timeout),
+    )
+    if s.backend == "github-actions" and not s.repo:
+        r.fail("repo", "is required when backend = 'github-actions'")
+    r.done()
+    return s
+
+
+def _notify(r: _Reader | None) -> Notify:
+    if r is None:
+        return Notify()
+    n = Notify(
+        repo=r.get("repo", str),
+        issue=r.get("issue", int),
+        enabled=r.get("enabled", bool, False),
+        pages=r.str_list("pages"),
+    )
+    if n.enabled and (not n.repo or not n.issue):
+        r.fail("repo" if not n.repo else "issue", "is required when enabled = true")
+    r.done()
+    return n
+
+
+def _array(file: Path, data: dict, key: str, parse) -> tuple:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(f"{file}: [[{key}]] must be an array of tables (write [[{key}]])")
+    out = []
+    seen: set[str] = set()
+    for i, table in enumerate(value):
+        reader = _Reader(file, f"{key}[{i}]", table)
+        obj = parse(reader)
+        if obj.id in seen:
+            reader.fail("id", f"duplicate id {obj.id!r}")
+        seen.add(obj.id)
+        reader.where = f"{key}.{obj.id}"
+        out.append(obj)
+    return tuple(out)
+
+
+TOP_LEVEL = ("watcher", "item", "blocker", "recipe", "page", "signature", "smoke", "notify")
+
+
+def parse_config(text: str, path: Path) -> Config:
+    """Parse and check a config text; `path` is used for errors and to resolve relative paths."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    unknown = sorted(set(data) - set(TOP_LEVEL))
+    if unknown:
+        raise ConfigError(
+            f"{path}: top-level table '{unknown[0]}' is not known{_hint(unknown[0], set(TOP_LEVEL))}"
+        )
+
+    def table(key):
+        return _Reader(path, key, data[key]) if key in data else None
+
+    cfg = Config(
+        path=path.resolve(),
+        settings=_settings(table("watcher")),
+        items=_array(path, data, "item", _item),
+        blockers=_array(path, data, "blocker", _blocker),
+        recipes=_array(path, data, "recipe", _recipe),
+        pages=_array(path, data, "page", _page),
+        signatures=_array(path, data, "signature", _signature),
+        smoke=_smoke(table("smoke")),
+        notify=_notify(table("notify")),
+    )
+    _check_references(cfg, path)
+    return cfg
+
+
+def _check_references(cfg: Config, path: Path) -> None:
+    """Dangling references are errors: a blocker naming a missing item would never clear."""
+    items = {i.id for i in cfg.items}
+    blockers = {b.id for b in cfg.blockers}
+    recipes = {r.id for r in cfg.recipes}
+    pages = {p.id for p in cfg.pages}
+    from watcher.signatures import BUILTIN_IDS  # late import: signatures imports config types
+
+    signatures = set(BUILTIN_IDS) | {s.id for s in cfg.signatures}
+
+    def check(where, key, names, known, what):
+        for name in names:
+            if name not in known:
+                raise ConfigError(f"{path}: [{where}] key '{key}': no {what} with id {name!r}")
+
+    for b in cfg.blockers:
+        check(f"blocker.{b.id}", "items", b.items, items, "item")
+        check(f"blocker.{b.id}", "watch", b.watch, items, "item")
+        check(f"blocker.{b.id}", "signatures", b.signatures, signatures, "signature")
+    for r in cfg.recipes:
+        check(f"recipe.{r.id}", "blockers", r.blockers, blockers, "blocker")
+    for p in cfg.pages:
+        check(f"page.{p.id}", "blockers", p.blockers, blockers, "blocker")
+        check(f"page.{p.id}", "recipes", p.recipes, recipes, "recipe")
+    check("notify", "pages", cfg.notify.pages, pages, "page")
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and parse a config file; a missing file is a ConfigError that says how to make one."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{p}: no such config file (run `watcher init` to write the default one)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: cannot read config: {e}") from None
+    return parse_config(text, p)
+
+
+def default_config_text() -> str:
+    """The default watch list, from the wheel if installed, else from the checkout."""
+    from importlib import resources
+
+    packaged = resources.files("watcher") / "default_watch.toml"
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parent.parent / "watch.toml").read_text(encoding="utf-8")
+
+
+def as_dict(obj) -> Any:
+    """Dataclass -> plain JSON-able data (for `--json` and the status document)."""
+    if hasattr(obj, "__dataclass_fields__"):
+        return {f.name: as_dict(getattr(obj, f.name)) for f in fields(obj) if f.name != "path"}
+    if isinstance(obj, tuple | list):
+        return [as_dict(v) for v in obj]
+    if isinstance(obj, date | datetime):
+        return obj.isoformat()
+    if isinstance(obj, timedelta):
+        return obj.total_seconds()
+    return obj

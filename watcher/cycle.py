@@ -1,0 +1,418 @@
+"""One cycle: poll every item, store what changed, evaluate, render, (later: smoke, notify).
+
+`check-now` runs it once; `serve` runs it on a schedule. GitHub trouble never fails a cycle: the
+items it could not read keep their last known state, marked stale, and the page is still rendered.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from watcher.config import Config, Page
+from watcher.evaluate import Evaluation, evaluate, transitions
+from watcher.github import GitHubClient
+from watcher.poll import Observation, Poller
+from watcher.render import (
+    atomic_write,
+    digest,
+    page_context,
+    render_page,
+    status_document,
+    write_status_json,
+)
+from watcher.store import Store, iso, utcnow
+
+log = logging.getLogger("watcher")
+
+
+@dataclass
+class CycleReport:
+    """What a cycle did, for the log line, `--json` and tests."""
+
+    cycle_id: int | None
+    mode: str
+    items: int = 0
+    changes: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    item_errors: dict[str, str] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    pages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status: dict[str, Any] = field(default_factory=dict)
+    offline_note: str | None = None
+    duration_s: float = 0.0
+
+    def summary(self) -> str:
+        s = self.stats
+        return (
+            f"cycle {self.cycle_id} ({self.mode}): {self.items} items, {self.changes} changes, "
+            f"{s.get('requests', 0)} requests, {s.get('not_modified', 0)} not modified (304), "
+            f"{len(self.item_errors)} errors, {self.duration_s:.2f} s"
+        )
+
+
+def item_event_message(cfg: Config, item_id: str, old: dict | None, obs: Observation) -> str:
+    item = cfg.item(item_id)
+    ref = f"{item.repo}#{item.number}" if item.number else f"{item.repo} ({item.kind})"
+    what = f"{ref} “{obs.title}”" if obs.title else ref
+    extra = ""
+    if obs.superseded_by:
+        extra += f", superseded by #{obs.superseded_by} ({obs.superseded_state})"
+    if obs.in_release:
+        extra += f", first in {obs.in_release}"
+    if item.kind == "commits" and obs.details.get("commits"):
+        extra += f", newest: {obs.details['commits'][0]['sha'][:10]}"
+    if old is None or not old.get("state"):
+        return f"now tracking {what}: {obs.state}{extra}"
+    if old.get("state") != obs.state:
+        return f"{what}: {old.get('state')} → {obs.state}{extra}"
+    return f"{what} changed: {obs.state}{extra}"
+
+
+def apply_observations(
+    cfg: Config, store: Store, cycle_id: int, observations: dict[str, Observation], at: str
+) -> tuple[int, list[dict[str, Any]]]:
+    """Store observations. An error only marks the item stale: it is never a state change."""
+    previous = store.items()
+    changes, events = 0, []
+    for item in cfg.items:
+        obs = observations.get(item.id)
+        if obs is None:
+            continue
+        prev = previous.get(item.id)
+        base = {
+            "id": item.id,
+            "repo": item.repo,
+            "kind": item.kind,
+            "number": item.number,
+            "label": item.label,
+        }
+        if obs.error:
+            row = dict(prev or {}, **base)
+            row.update(stale=True, error=obs.error)
+            row.setdefault("details", {})
+            store.upsert_item(row)
+            store.add_observation(item.id, cycle_id, at, None, None, None, None, obs.error)
+            continue
+        fp = obs.fingerprint()
+        changed = prev is None or prev.get("fingerprint") != fp
+        row = dict(
+            base,
+            title=obs.title,
+            state=obs.state,
+            url=obs.url,
+            superseded_by=obs.superseded_by,
+            superseded_state=obs.superseded_state,
+            in_release=obs.in_release,
+            details=obs.details,
+            fingerprint=fp,
+            stale=False,
+            error=None,
+            moved_to=obs.moved_to,
+            checked_at=at,
+            changed_at=at if changed else (prev or {}).get("changed_at"),
+            updated_at=obs.updated_at,
+        )
+        store.upsert_item(row)
+        if changed:
+            changes += 1
+            store.add_observation(
+                item.id,
+                cycle_id,
+                at,
+                obs.state,
+                obs.title,
+                fp,
+                {
+                    "superseded_by": obs.superseded_by,
+                    "superseded_state": obs.superseded_state,
+                    "in_release": obs.in_release,
+                    "details": obs.details,
+                    "url": obs.url,
+                },
+                None,
+            )
+            message = item_event_message(cfg, item.id, prev, obs)
+            eid = store.add_event(
+                at,
+                cycle_id,
+                "item",
+                item.id,
+                (prev or {}).get("state"),
+                obs.state,
+                message,
+                {
+                    "snoozed": bool(
+                        item.snooze
+                        and item.snooze.until
+                        >= datetime.fromisoformat(at.replace("Z", "+00:00")).date()
+                    )
+                },
+            )
+            events.append(
+                {
+                    "id": eid,
+                    "kind": "item",
+                    "subject": item.id,
+                    "old": (prev or {}).get("state"),
+                    "new": obs.state,
+                    "message": message,
+                }
+            )
+    return changes, events
+
+
+def record_transitions(
+    store: Store, cycle_id: int, ev: Evaluation, at: str
+) -> list[dict[str, Any]]:
+    """Store status transitions as events and remember the new statuses."""
+    previous = store.statuses()
+    current = ev.statuses()
+    events = []
+    for key, old, new in transitions(previous, current):
+        kind, _, subject = key.partition(":")
+        reason = current[key][1]
+        title = subject
+        message = (
+            f"{kind} {title}: {old} → {new} ({reason})"
+            if old
+            else f"{kind} {title} is {new} ({reason})"
+        )
+        eid = store.add_event(at, cycle_id, kind, subject, old, new, message)
+        events.append(
+            {
+                "id": eid,
+                "kind": kind,
+                "subject": subject,
+                "old": old,
+                "new": new,
+                "message": message,
+            }
+        )
+    for key, (status, reason) in current.items():
+        prev = previous.get(key) or {}
+        since = prev.get("since") if prev.get("status") == status else at
+        store.set_status(key, status, since or at, reason, at)
+    return events
+
+
+def page_subjects(cfg: Config, page: Page) -> set[str]:
+    """Event subjects that belong on a page: its own, its blockers', their items', its recipes'."""
+    subjects = {page.id, *page.blockers, *page.recipes}
+    in_blockers = set()
+    for b in cfg.blockers:
+        in_blockers.update(b.items, b.watch)
+        if b.id in page.blockers:
+            subjects.update(b.items, b.watch)
+    subjects.update(i.id for i in cfg.items if i.id not in in_blockers)
+    return subjects
+
+
+def render_pages(
+    cfg: Config, store: Store, ev: Evaluation, at: str, offline_note: str | None, write: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Render every page; record a new page version when new events belong on it."""
+    items = store.items()
+    runs = store.smoke_runs(limit=200)
+    last = store.last_finished_cycle(polled_only=True)
+    last_checked = max(
+        (r["checked_at"] for r in items.values() if r.get("checked_at")), default=None
+    )
+    if (
+        last
+        and last.get("finished_at")
+        and (not last_checked or last["finished_at"] > last_checked)
+    ):
+        last_checked = last_checked or last["finished_at"]
+    newest = store.last_event_id()
+    out = {}
+    for page in cfg.pages:
+        subjects = page_subjects(cfg, page)
+        cv = store.current_page_version(page.id)
+        lo, hi = (
+            (cv["to_event"], newest)
+            if cv and newest > cv["to_event"]
+            else ((cv["from_event"], cv["to_event"]) if cv else (0, newest))
+        )
+        changes = [e for e in store.events(after=lo, upto=hi) if e["subject"] in subjects][:30]
+        if (
+            cv and not changes and newest > cv["to_event"]
+        ):  # nothing new for this page: keep its range
+            lo, hi = cv["from_event"], cv["to_event"]
+            changes = [e for e in store.events(after=lo, upto=hi) if e["subject"] in subjects][:30]
+        ctx = page_context(cfg, page, items, ev, runs, changes, last_checked, offline_note)
+        text = render_page(cfg, ctx)
+        d = digest(text)
+        if cv is None or (hi != cv["to_event"] and d != cv["digest"]):
+            store.add_page_version(page.id, at, lo, hi, d)
+        path = cfg.resolve(page.output)
+        written = False
+        if write:
+            written = atomic_write(path, text)
+        out[page.id] = {
+            "path": str(path),
+            "written": written,
+            "text": text,
+            "status": ev.pages[page.id].status,
+        }
+    return out
+
+
+def run_cycle(
+    cfg: Config,
+    *,
+    offline: bool = False,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    client: GitHubClient | None = None,
+    no_smoke: bool = False,
+) -> CycleReport:
+    """One full cycle. In dry-run mode it works on a copy of the database and writes no file."""
+    if dry_run:
+        return _dry_run(cfg, offline=offline, now=now, client=client)
+    return _cycle(
+        cfg,
+        Store(cfg.db_path),
+        offline=offline,
+        now=now,
+        client=client,
+        write=True,
+        no_smoke=no_smoke,
+    )
+
+
+def _dry_run(cfg: Config, **kw) -> CycleReport:
+    tmp = Path(tempfile.mkdtemp(prefix="watcher-dry-"))
+    try:
+        copy = tmp / "watcher.db"
+        if cfg.db_path.exists():
+            src = sqlite3.connect(str(cfg.db_path))
+            dst = sqlite3.connect(str(copy))
+            with dst:
+                src.backup(dst)
+            src.close()
+            dst.close()
+        report = _cycle(cfg, Store(copy), write=False, no_smoke=True, **kw)
+        report.mode = "dry-run"
+        return report
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cycle(
+    cfg: Config,
+    store: Store,
+    *,
+    offline: bool,
+    now: datetime | None,
+    client: GitHubClient | None,
+    write: bool,
+    no_smoke: bool,
+) -> CycleReport:
+    started = time.monotonic()
+    now = now or utcnow()
+    at = iso(now)
+    mode = "offline" if offline else "poll"
+    try:
+        cycle_id = store.start_cycle(at, mode)
+        report = CycleReport(cycle_id=cycle_id, mode=mode, items=len(cfg.items))
+        observations: dict[str, Observation] = {}
+        own_client = None
+        if not offline and cfg.items:
+            if client is None:
+                own_client = client = GitHubClient(
+                    cfg.settings.github_api_url,
+                    etags=store.etags(),
+                    timeout=cfg.settings.timeout,
+                    max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
+                    user_agent=cfg.settings.user_agent,
+                )
+            else:
+                client.etags.update(store.etags())
+            try:
+                observations = Poller(client, cfg.settings.concurrency).poll_all(list(cfg.items))
+            finally:
+                report.stats = client.stats.as_dict()
+                if own_client:
+                    own_client.close()
+            report.item_errors = {i: o.error for i, o in observations.items() if o.error}
+            if observations and len(report.item_errors) == len(observations):
+                first = next(iter(report.item_errors.values()))
+                report.offline_note = (
+                    f"GitHub could not be read on the check at {at} ({first}); "
+                    "the last known state is shown."
+                )
+        elif offline:
+            report.offline_note = "Rendered offline from the stored state; GitHub was not asked."
+        with store.transaction():
+            if observations:
+                report.changes, item_events = apply_observations(
+                    cfg, store, cycle_id, observations, at
+                )
+                report.events.extend(item_events)
+                store.put_etags(client.etag_updates)
+            ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+            report.events.extend(record_transitions(store, cycle_id, ev, at))
+            # Smoke triggers (issue: smoke runner) plug in here: they may add runs and re-evaluate.
+            report.pages = render_pages(cfg, store, ev, at, report.offline_note, write=write)
+            doc = status_document(
+                cfg,
+                store.items(),
+                ev,
+                _cycle_row(store, cycle_id, report, started),
+                store.smoke_runs(limit=20),
+                at,
+            )
+            report.status = doc
+            if write:
+                write_status_json(cfg.site_dir, doc)
+            report.duration_s = round(time.monotonic() - started, 3)
+            s = report.stats
+            store.finish_cycle(
+                cycle_id,
+                finished_at=iso(utcnow()),
+                items=report.items,
+                changes=report.changes,
+                requests=s.get("requests", 0),
+                not_modified=s.get("not_modified", 0),
+                errors=len(report.item_errors),
+                duration_s=report.duration_s,
+                rate_limit=s.get("rate_limit"),
+                rate_remaining=s.get("rate_remaining"),
+                rate_reset=s.get("rate_reset"),
+                error="; ".join(f"{k}: {v}" for k, v in sorted(report.item_errors.items()))[:2000]
+                or None,
+            )
+        return report
+    finally:
+        store.close()
+
+
+def _cycle_row(store: Store, cycle_id: int, report: CycleReport, started: float) -> dict[str, Any]:
+    s = report.stats
+    row = {
+        "id": cycle_id,
+        "started_at": None,
+        "finished_at": iso(utcnow()),
+        "mode": report.mode,
+        "items": report.items,
+        "changes": report.changes,
+        "requests": s.get("requests", 0),
+        "not_modified": s.get("not_modified", 0),
+        "errors": len(report.item_errors),
+        "duration_s": round(time.monotonic() - started, 3),
+        "rate_remaining": s.get("rate_remaining"),
+        "rate_limit": s.get("rate_limit"),
+    }
+    if report.mode == "offline":
+        last = store.last_finished_cycle(polled_only=True)
+        if last:
+            row["finished_at"] = last["finished_at"]
+    return row

@@ -1,0 +1,277 @@
+"""Blocker and page statuses: a pure function of stored data, so the same data renders the same page.
+
+Upstream signals are hints; the smoke run is the verdict. A blocker is `reproduces` when its
+signature shows in the latest target-hardware run, `verified` when such a run got past the stage
+where it used to fail, `fix-merged` when its items satisfy its rule, else `blocked`. Off-target
+runs are shown but never count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from watcher.config import Blocker, Config, Page
+from watcher.poll import item_satisfied
+
+CLEARED = ("fix-merged", "verified")
+PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
+STAGE_ORDER = {"launch": 0, "ready": 1, "passed": 2}
+
+
+@dataclass(frozen=True)
+class BlockerStatus:
+    id: str
+    status: str
+    reason: str
+    evidence: tuple[dict[str, Any], ...] = ()
+    override: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PageStatus:
+    id: str
+    status: str
+    reason: str
+    blockers: tuple[str, ...] = ()
+    validated_run: dict[str, Any] | None = None
+    latest_runs: tuple[dict[str, Any], ...] = ()
+    parked: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    blockers: dict[str, BlockerStatus] = field(default_factory=dict)
+    pages: dict[str, PageStatus] = field(default_factory=dict)
+
+    def statuses(self) -> dict[str, tuple[str, str]]:
+        """key -> (status, reason), the shape stored to detect transitions."""
+        out = {f"blocker:{b.id}": (b.status, b.reason) for b in self.blockers.values()}
+        out.update({f"page:{p.id}": (p.status, p.reason) for p in self.pages.values()})
+        return out
+
+
+def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """recipe id -> its newest run that happened on target hardware and was not skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in sorted(runs, key=lambda r: (r.get("started_at") or "", r.get("run_id") or "")):
+        if run.get("outcome") == "skipped" or not (run.get("hardware") or {}).get("matches_target"):
+            continue
+        out[run["recipe"]] = run
+    return out
+
+
+def _active(until: date | None, today: date) -> bool:
+    return until is None or today <= until
+
+
+def _run_ref(run: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "smoke",
+        "run_id": run.get("run_id"),
+        "recipe": run.get("recipe"),
+        "outcome": run.get("outcome"),
+        "signature": run.get("signature"),
+        "started_at": run.get("started_at"),
+        "reason": run.get("reason"),
+    }
+
+
+def evaluate_blocker(
+    b: Blocker, cfg: Config, items: dict[str, dict], latest: dict[str, dict], today: date
+) -> BlockerStatus:
+    evidence: list[dict[str, Any]] = []
+    satisfied = []
+    for item_id in b.items:
+        item, row = cfg.item(item_id), items.get(item_id)
+        ok = item_satisfied(item, row)
+        satisfied.append(ok)
+        evidence.append(
+            {
+                "type": "item",
+                "item": item_id,
+                "state": (row or {}).get("state"),
+                "satisfied": ok,
+                "stale": bool((row or {}).get("stale")),
+            }
+        )
+    rule_met = bool(satisfied) and (all(satisfied) if b.rule == "all" else any(satisfied))
+    runs = [latest[r.id] for r in cfg.recipes if b.id in r.blockers and r.id in latest]
+    evidence.extend(_run_ref(r) for r in runs)
+
+    if b.override and _active(b.override.until, today):
+        o = b.override
+        until = f" until {o.until.isoformat()}" if o.until else ""
+        return BlockerStatus(
+            b.id,
+            o.status,
+            f"override{until}: {o.reason}",
+            tuple(evidence),
+            {
+                "status": o.status,
+                "reason": o.reason,
+                "until": o.until.isoformat() if o.until else None,
+            },
+        )
+
+    reproducing = [
+        r
+        for r in runs
+        if r.get("signature") in b.signatures or b.id in (r.get("blockers_reproduced") or [])
+    ]
+    if reproducing:
+        r = reproducing[-1]
+        return BlockerStatus(
+            b.id,
+            "reproduces",
+            f"signature {r.get('signature') or b.id} in run {r.get('run_id')} of {r.get('recipe')}"
+            f" on {(r.get('started_at') or '')[:10]}",
+            tuple(evidence),
+        )
+    need = (
+        1 if b.fails_at == "startup" else 2
+    )  # ready counts for a startup crash; probes need a pass
+    past = [r for r in runs if STAGE_ORDER.get(_stage(r), 0) >= need]
+    if past:
+        r = past[-1]
+        return BlockerStatus(
+            b.id,
+            "verified",
+            f"run {r.get('run_id')} of {r.get('recipe')} got past {b.fails_at}"
+            f" on {(r.get('started_at') or '')[:10]} with no signature of it",
+            tuple(evidence),
+        )
+    if rule_met:
+        names = [i for i, ok in zip(b.items, satisfied, strict=True) if ok]
+        return BlockerStatus(
+            b.id,
+            "fix-merged",
+            f"{b.rule} of its items satisfied ({', '.join(names)}); awaiting a smoke run on target hardware",
+            tuple(evidence),
+        )
+    waiting = [i for i, ok in zip(b.items, satisfied, strict=True) if not ok]
+    what = "all of" if b.rule == "all" else "one of"
+    return BlockerStatus(
+        b.id,
+        "blocked",
+        f"waiting for {what}: {', '.join(waiting) or 'no items configured'}",
+        tuple(evidence),
+    )
+
+
+def _stage(run: dict[str, Any]) -> str:
+    """How far a run got: `passed`, `ready` (answered but failed a check) or `launch`."""
+    if run.get("outcome") == "passed":
+        return "passed"
+    return run.get("stage_reached") or "launch"
+
+
+def evaluate_page(
+    p: Page,
+    cfg: Config,
+    blockers: dict[str, BlockerStatus],
+    latest: dict[str, dict],
+    previous: str | None,
+    today: date,
+) -> PageStatus:
+    if p.park and _active(p.park.until, today):
+        until = f" until {p.park.until.isoformat()}" if p.park.until else ""
+        return PageStatus(
+            p.id,
+            "parked",
+            f"parked{until}: {p.park.reason}",
+            p.blockers,
+            parked={
+                "reason": p.park.reason,
+                "until": p.park.until.isoformat() if p.park.until else None,
+            },
+        )
+    recipes = [cfg.recipe(r) for r in p.recipes]
+    runs = tuple(latest[r.id] for r in recipes if r.id in latest)
+
+    passing = [
+        r
+        for r in recipes
+        if r.id in latest
+        and latest[r.id].get("outcome") == "passed"
+        and not any(blockers[b].status == "reproduces" for b in r.blockers)
+    ]
+    if passing:
+        run = latest[passing[0].id]
+        return PageStatus(
+            p.id,
+            "validated",
+            f"{passing[0].id} passed on {', '.join(g.get('name', '?') for g in run['hardware'].get('gpus', []))}"
+            f" on {(run.get('started_at') or '')[:10]}",
+            p.blockers,
+            validated_run=run,
+            latest_runs=runs,
+        )
+    if previous in ("validated", "regressed") and any(r.get("outcome") != "passed" for r in runs):
+        failing = [r for r in runs if r.get("outcome") != "passed"][-1]
+        return PageStatus(
+            p.id,
+            "regressed",
+            f"was validated; {failing.get('recipe')} now {failing.get('outcome')}"
+            + (f" ({failing.get('signature')})" if failing.get("signature") else ""),
+            p.blockers,
+            latest_runs=runs,
+        )
+    ready = [r for r in recipes if all(blockers[b].status in CLEARED for b in r.blockers)]
+    if not recipes:
+        open_ = [b for b in p.blockers if blockers[b].status not in CLEARED]
+        if not open_:
+            return PageStatus(
+                p.id, "ready-to-test", "every blocker is cleared", p.blockers, latest_runs=runs
+            )
+        return PageStatus(
+            p.id, "blocked", f"blocked by {', '.join(open_)}", p.blockers, latest_runs=runs
+        )
+    if ready:
+        return PageStatus(
+            p.id,
+            "ready-to-test",
+            f"every blocker of {ready[0].id} is cleared; a smoke run on target hardware decides",
+            p.blockers,
+            latest_runs=runs,
+        )
+    reasons = []
+    for r in recipes:
+        open_ = [b for b in r.blockers if blockers[b].status not in CLEARED]
+        reasons.append(f"{r.id} by {', '.join(f'{b} ({blockers[b].status})' for b in open_)}")
+    return PageStatus(
+        p.id, "blocked", "blocked: " + "; ".join(reasons), p.blockers, latest_runs=runs
+    )
+
+
+def evaluate(
+    cfg: Config,
+    items: dict[str, dict],
+    runs: list[dict[str, Any]],
+    previous: dict[str, dict],
+    now: datetime,
+) -> Evaluation:
+    """Pure: config + stored item rows + smoke runs + previous statuses -> statuses."""
+    today = now.date()
+    latest = latest_target_runs(runs)
+    blockers = {b.id: evaluate_blocker(b, cfg, items, latest, today) for b in cfg.blockers}
+    pages = {
+        p.id: evaluate_page(
+            p, cfg, blockers, latest, (previous.get(f"page:{p.id}") or {}).get("status"), today
+        )
+        for p in cfg.pages
+    }
+    return Evaluation(blockers, pages)
+
+
+def transitions(
+    previous: dict[str, dict], current: dict[str, tuple[str, str]]
+) -> list[tuple[str, str | None, str]]:
+    """(key, old, new) for every status that changed, first sightings included."""
+    out = []
+    for key, (status, _reason) in sorted(current.items()):
+        old = (previous.get(key) or {}).get("status")
+        if old != status:
+            out.append((key, old, status))
+    return out

@@ -1,0 +1,379 @@
+"""Rendering: pages (SGLANG.md) through jinja2, and the status document (status.json).
+
+Templates come from a `templates/` folder beside the config first (a maintainer's overrides), then
+from the package (installed wheel) or the checkout. Untrusted text (titles, commit subjects, log
+excerpts) goes through the `md` filter, which makes HTML and Markdown syntax inert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from watcher.config import Config, Page
+from watcher.evaluate import Evaluation
+
+KIND_WORDS = {
+    "pull": "pull request",
+    "issue": "issue",
+    "commits": "commit stream",
+    "releases": "release stream",
+}
+PAGE_HEADLINES = {
+    "blocked": "currently blocked, watch list",
+    "ready-to-test": "ready to test, not yet validated",
+    "validated": "validated alternative",
+    "regressed": "regressed, was validated",
+    "parked": "parked by the maintainers",
+}
+BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+_SECRET = re.compile(
+    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
+    r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
+)
+
+
+def package_templates() -> Path:
+    """The templates folder inside the installed wheel, else the checkout's top-level one."""
+    packaged = resources.files("watcher") / "templates"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "templates"
+
+
+def redact(text: str | None) -> str:
+    """Hide tokens: GITHUB_TOKEN's value and anything shaped like ghp_…, github_pat_…, hf_…."""
+    if not text:
+        return ""
+    token = os.environ.get("GITHUB_TOKEN")
+    if token and len(token) >= 8:
+        text = text.replace(token, "[redacted]")
+    return _SECRET.sub("[redacted]", text)
+
+
+def md_escape(text: Any, limit: int = 300) -> str:
+    """Inline Markdown: no HTML, no links, no emphasis, one line, bounded length."""
+    s = redact("" if text is None else str(text))
+    s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = s.replace("&", "&amp;")
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def safe_url(url: Any) -> str:
+    """Only http(s) links survive; anything else (javascript:, data:) becomes '#'."""
+    s = str(url or "")
+    if not re.match(r"^https?://[^\s<>()\"']+$", s):
+        return "#"
+    return s
+
+
+def code_block(text: str | None) -> str:
+    """A fenced block that untrusted text cannot close."""
+    body = _CONTROL.sub("", redact(text or "")).rstrip("\n")
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def shell_join(argv: list[str] | tuple[str, ...]) -> str:
+    """An argv list shown as a readable multi-line shell command (display only, never executed)."""
+    import shlex
+
+    out, line = [], []
+    for arg in argv:
+        if arg.startswith("-") and line and len(" ".join(line)) > 0 and line[0] not in ("docker",):
+            out.append(" ".join(line))
+            line = []
+        line.append(shlex.quote(arg))
+    out.append(" ".join(line))
+    return " \\\n    ".join(out)
+
+
+def environment(cfg: Config | None = None) -> jinja2.Environment:
+    search = []
+    if cfg is not None and (cfg.base_dir / "templates").is_dir():
+        search.append(str(cfg.base_dir / "templates"))
+    search.append(str(package_templates()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        autoescape=jinja2.select_autoescape(["html", "xml", "svg", "html.j2", "xml.j2", "svg.j2"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        md=md_escape,
+        url=safe_url,
+        code_block=code_block,
+        redact=redact,
+        shell=shell_join,
+        kind_word=lambda k: KIND_WORDS.get(k, k),
+        day=lambda s: (s or "")[:10] or "—",
+    )
+    return env
+
+
+def atomic_write(path: Path, data: str | bytes) -> bool:
+    """Write via a temp file and rename: readers see the old file or the new one, never half.
+
+    Returns False (and writes nothing) when the content is already there.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if path.exists() and path.read_bytes() == raw:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+# ------------------------------------------------------------------ the status document
+
+
+def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str, Any]:
+    """One item as the status document, the pages and the site show it."""
+    item = cfg.item(item_id)
+    row = row or {}
+    return {
+        "id": item.id,
+        "repo": item.repo,
+        "kind": item.kind,
+        "number": item.number,
+        "label": item.label,
+        "title": row.get("title"),
+        "state": row.get("state") or "unknown",
+        "url": row.get("url") or item.html_url,
+        "superseded_by": row.get("superseded_by"),
+        "superseded_state": row.get("superseded_state"),
+        "in_release": row.get("in_release"),
+        "stale": bool(row.get("stale")) or not row,
+        "error": row.get("error"),
+        "moved_to": row.get("moved_to"),
+        "checked_at": row.get("checked_at"),
+        "changed_at": row.get("changed_at"),
+        "updated_at": row.get("updated_at"),
+        "details": row.get("details") or {},
+        "snoozed_until": item.snooze.until.isoformat() if item.snooze else None,
+    }
+
+
+def status_document(
+    cfg: Config,
+    items: dict[str, dict],
+    ev: Evaluation,
+    cycle: dict[str, Any] | None,
+    runs: list[dict[str, Any]],
+    generated_at: str,
+) -> dict[str, Any]:
+    """The contract other tools read (site/status.json)."""
+    blockers = []
+    for b in cfg.blockers:
+        st = ev.blockers[b.id]
+        blockers.append(
+            {
+                "id": b.id,
+                "title": b.title,
+                "status": st.status,
+                "reason": st.reason,
+                "items": list(b.items),
+                "watch": list(b.watch),
+                "rule": b.rule,
+                "signatures": list(b.signatures),
+                "evidence": list(st.evidence),
+                "override": st.override,
+            }
+        )
+    pages = [
+        {
+            "id": p.id,
+            "title": p.title,
+            "status": ev.pages[p.id].status,
+            "reason": ev.pages[p.id].reason,
+            "output": p.output,
+            "blockers": list(p.blockers),
+            "recipes": list(p.recipes),
+            "parked": ev.pages[p.id].parked,
+        }
+        for p in cfg.pages
+    ]
+    views = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items]
+    for v in views:
+        v.pop("details")
+    last = cycle or {}
+    return {
+        "generated_at": generated_at,
+        "pages": pages,
+        "blockers": blockers,
+        "items": views,
+        "runs": {
+            "last_cycle": {
+                k: last.get(k)
+                for k in (
+                    "id",
+                    "started_at",
+                    "finished_at",
+                    "mode",
+                    "items",
+                    "changes",
+                    "requests",
+                    "not_modified",
+                    "errors",
+                    "duration_s",
+                    "rate_remaining",
+                    "rate_limit",
+                )
+            }
+            if last
+            else None,
+            "last_checked": last.get("finished_at"),
+            "interval_s": cfg.settings.interval,
+            "smoke": [
+                {
+                    k: r.get(k)
+                    for k in (
+                        "run_id",
+                        "recipe",
+                        "outcome",
+                        "signature",
+                        "blockers_reproduced",
+                        "reason",
+                        "hardware",
+                        "engine_version",
+                        "metrics",
+                        "started_at",
+                        "finished_at",
+                    )
+                }
+                for r in runs[:20]
+            ],
+        },
+    }
+
+
+# ------------------------------------------------------------------ pages
+
+
+def page_context(
+    cfg: Config,
+    page: Page,
+    items: dict[str, dict],
+    ev: Evaluation,
+    runs: list[dict[str, Any]],
+    changes: list[dict[str, Any]],
+    last_checked: str | None,
+    offline_note: str | None,
+) -> dict[str, Any]:
+    status = ev.pages[page.id]
+    blockers = []
+    for b_id in page.blockers:
+        b = cfg.blocker(b_id)
+        st = ev.blockers[b_id]
+        blockers.append(
+            {
+                "id": b.id,
+                "title": b.title,
+                "description": b.description,
+                "rule": b.rule,
+                "status": st.status,
+                "reason": st.reason,
+                "mark": BLOCKER_MARKS[st.status],
+                "override": st.override,
+                "items": [item_view(cfg, i, items.get(i)) for i in b.items],
+                "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
+                "signatures": list(b.signatures),
+            }
+        )
+    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch)}
+    others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
+    recipes = []
+    for r_id in page.recipes:
+        r = cfg.recipe(r_id)
+        r_runs = [x for x in runs if x.get("recipe") == r_id]
+        target = [
+            x
+            for x in r_runs
+            if (x.get("hardware") or {}).get("matches_target") and x.get("outcome") != "skipped"
+        ]
+        recipes.append(
+            {
+                "id": r.id,
+                "title": r.title or r.id,
+                "engine": r.engine,
+                "command": list(r.command),
+                "model": r.model,
+                "spec_decode": r.spec_decode,
+                "hardware": r.hardware,
+                "notes": r.notes,
+                "blockers": [
+                    {
+                        "id": b,
+                        "status": ev.blockers[b].status,
+                        "mark": BLOCKER_MARKS[ev.blockers[b].status],
+                    }
+                    for b in r.blockers
+                ],
+                "latest": r_runs[0] if r_runs else None,
+                "latest_target": target[0] if target else None,
+            }
+        )
+    stale = [
+        i
+        for i in (*[v for b in blockers for v in (*b["items"], *b["watch"])], *others)
+        if i["stale"]
+    ]
+    return {
+        "page": page,
+        "status": status.status,
+        "reason": status.reason,
+        "headline": PAGE_HEADLINES[status.status],
+        "parked": status.parked,
+        "validated_run": status.validated_run,
+        "blockers": blockers,
+        "other_items": others,
+        "recipes": recipes,
+        "changes": changes,
+        "last_checked": last_checked,
+        "stale_items": stale,
+        "offline_note": offline_note,
+        "marks": BLOCKER_MARKS,
+    }
+
+
+def render_page(cfg: Config, ctx: dict[str, Any]) -> str:
+    env = environment(cfg)
+    page: Page = ctx["page"]
+    return env.get_template(page.template).render(**ctx)
+
+
+def digest(text: str) -> str:
+    """Content hash ignoring the 'last checked' line, so a new check time alone is no change."""
+    body = "\n".join(line for line in text.splitlines() if "<!-- volatile -->" not in line)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def write_status_json(site_dir: Path, doc: dict[str, Any]) -> Path:
+    path = site_dir / "status.json"
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,79 @@
+"""Built-in failure signatures: ordered families, specific before generic.
+
+Order matters: an NCCL failure can wrap "out of memory", and SGLang's advice to use
+`--mamba-scheduler-strategy extra_buffer` is a config problem, not the upstream rollback blocker.
+"""
+
+from __future__ import annotations
+
+from watcher.config import Signature
+
+BUILTIN: tuple[Signature, ...] = (
+    Signature(
+        id="marlin-tile-n",
+        pattern=r"(size_n|size_k)\s*=\s*\d+\s+is\s+not\s+divisible\s+by\s+(tile_n_size|tile_k_size|min_thread_n|min_thread_k)\s*=\s*\d+",
+        description="Marlin int4 kernel rejects a weight shard whose size is not a multiple of its tile",
+        kind="upstream",
+    ),
+    Signature(
+        id="mamba-extra-buffer",
+        pattern=r"--mamba-scheduler-strategy\s+extra_buffer",
+        description="SGLang asks for --mamba-scheduler-strategy extra_buffer: a launch flag to add, not an upstream bug",
+        kind="config",
+    ),
+    Signature(
+        id="spec-decode-hybrid",
+        pattern=r"(?i)(speculative|spec[-_ ]decod\w*|eagle|mtp)\b.*\b(not\s+supported|unsupported|does\s+not\s+support)\b.*\b(hybrid|linear[-_ ]attention|gated[-_ ]?delta|deltanet|gdn|mamba)|(hybrid|linear[-_ ]attention|gated[-_ ]?delta|deltanet|gdn|mamba)\w*\b.*\b(not\s+supported|unsupported|does\s+not\s+support)\b.*\b(speculative|spec[-_ ]decod\w*|eagle|kv\s+rollback)",
+        description="speculative decoding refused or broken on hybrid DeltaNet/GDN layers (no KV rollback)",
+        kind="upstream",
+    ),
+    Signature(
+        id="nccl",
+        pattern=r"(?i)\bNCCL\b.*\b(error|failure|failed|unhandled|timeout|WARN)\b|ncclInternalError|ncclUnhandledCudaError|ncclSystemError",
+        description="NCCL communication failure (often wraps an out-of-memory)",
+        kind="environment",
+    ),
+    Signature(
+        id="kv-cache-memory",
+        pattern=r"(?i)(not\s+enough\s+memory\s+for\s+(the\s+)?kv\s*cache|no\s+available\s+memory\s+for\s+(the\s+)?cache\s+blocks|kv\s*cache\s+(pool\s+)?is\s+too\s+small|max_total_num_tokens\s*=\s*0|Not\s+enough\s+memory\.\s+Please\s+try\s+to\s+increase\s+--mem-fraction-static)",
+        description="the model loaded but too little memory is left for the KV cache",
+        kind="config",
+    ),
+    Signature(
+        id="cuda-oom",
+        pattern=r"(?i)(CUDA\s+out\s+of\s+memory|torch\.(cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED)",
+        description="CUDA out of memory",
+        kind="environment",
+    ),
+    Signature(
+        id="port-in-use",
+        pattern=r"(?i)(address\s+already\s+in\s+use|Errno\s+98|port\s+\d+\s+is\s+(already\s+)?in\s+use|bind\(\)\s+failed)",
+        description="the port is taken by another process",
+        kind="environment",
+    ),
+    Signature(
+        id="model-not-found",
+        pattern=r"(?i)(RepositoryNotFoundError|(model|repo(sitory)?)\s+(path\s+)?.{0,80}\s+(not\s+found|does\s+not\s+exist)|No\s+such\s+file\s+or\s+directory:\s*'?[^']*(config\.json|\.safetensors)|Can't\s+load\s+the\s+configuration\s+of|is\s+not\s+a\s+local\s+folder\s+and\s+is\s+not\s+a\s+valid\s+model\s+identifier)",
+        description="the model path or repository does not exist",
+        kind="config",
+    ),
+    Signature(
+        id="docker-gpu",
+        pattern=r"(?i)(could\s+not\s+select\s+device\s+driver\s+\"?\"?\s+with\s+capabilities:\s*\[\[gpu\]\]|nvidia-container-cli:|Cannot\s+connect\s+to\s+the\s+Docker\s+daemon|docker:\s+Error\s+response\s+from\s+daemon)",
+        description="docker cannot hand the GPU to the container (no NVIDIA container toolkit or daemon)",
+        kind="environment",
+    ),
+)
+
+# `hang` is not a log pattern: the runner assigns it when a run neither becomes ready nor dies.
+HANG = "hang"
+BUILTIN_IDS: tuple[str, ...] = (*(s.id for s in BUILTIN), HANG)
+
+
+def all_signatures(extra: tuple[Signature, ...] = ()) -> tuple[Signature, ...]:
+    """Config signatures first (they are the most specific a maintainer knows), then built-ins.
+
+    A config signature with a built-in's id replaces it.
+    """
+    extra_ids = {s.id for s in extra}
+    return (*extra, *(s for s in BUILTIN if s.id not in extra_ids))
