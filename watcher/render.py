@@ -36,7 +36,7 @@ PAGE_HEADLINES = {
 }
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 _SECRET = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
     r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
@@ -67,7 +67,7 @@ def md_escape(text: Any, limit: int = 300) -> str:
     s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    s = s.replace("&", "&amp;")
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
