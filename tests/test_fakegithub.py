@@ -264,6 +264,9 @@ def test_comments_create_update_delete(fake_github, api, spec):
 
     theirs = listed[0]
     assert api.patch(theirs["url"], json={"body": "hijack"}).status_code == 403
+    fake_github.tokens["other-token"] = "maintainer"
+    other = {"Authorization": "token other-token"}
+    assert httpx.patch(mine["url"], json={"body": "x"}, headers=other).status_code == 403
     assert api.delete(theirs["url"]).status_code == 403
     assert api.delete(mine["url"]).status_code == 204
     assert [c["body"] for c in fake_github.comments("o/r", 5)] == ["by someone else"]
@@ -295,7 +298,7 @@ def test_rate_limit_and_user(fake_github, api, spec):
 
 
 def test_workflow_dispatch_runs_artifacts(fake_github, api, spec):
-    """A dispatched run goes queued -> in_progress -> completed; its artifact zip holds the files."""
+    """A dispatched run goes queued -> in_progress -> completed; its artifact zip has the files."""
     seen = []
 
     def on_dispatch(inputs: dict) -> dict[str, bytes]:
@@ -459,6 +462,13 @@ def test_fault_status_then_recovery(fake_github, api):
     assert api.get("/repos/o/r/issues/1").status_code == 200
     assert [r.status for r in fake_github.requests] == [502, 502, 403, 200]
 
+    # Faults written against /repos/o/r/... also catch the /repositories/{id}/... Link form.
+    fake_github.add_comment("o/r", 1, body="a")
+    fake_github.add_comment("o/r", 1, body="b")
+    page_one = api.get("/repos/o/r/issues/1/comments?per_page=1")
+    fake_github.fail("GET", r"^/repos/o/r/issues/1/comments\?.*page=2", status=500)
+    assert api.get(page_one.links["next"]["url"]).status_code == 500
+
     fake_github.fail("GET", r"/user$", status=503, times=-1)
     assert {api.get("/user").status_code for _ in range(3)} == {503}
 
@@ -474,6 +484,8 @@ def test_fault_timeout_ends_on_stop():
     gh.stop()
     assert time.monotonic() - started < 1.5
     assert gh.requests[0].status == 0  # never answered
+    with pytest.raises(RuntimeError):
+        gh.start()
 
 
 @pytest.mark.parametrize(

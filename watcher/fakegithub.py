@@ -196,11 +196,17 @@ class _Repo:
 
 
 class FakeGitHub:
-    """A fake api.github.com on 127.0.0.1. See the module docstring; seed it, start it, point at `url`.
+    """A fake api.github.com on 127.0.0.1: seed it, start it, point a client at `url`.
+
+        with FakeGitHub() as gh:
+            gh.add_pull("o/r", 1, title="fix", merged=True)
+            httpx.get(f"{gh.url}/repos/o/r/pulls/1").json()["merged"]  # True
 
     Rate limit: one bucket shared by every caller. Each answer costs one, except a 304 to an
     authorized request and GET /rate_limit (free on GitHub too). When `rate_remaining` is 0 the
     answer is 403 until `rate_reset` passes, then the bucket refills to `rate_limit`.
+    Link headers point at /repositories/{id}/... URLs, as GitHub's often do (clients must follow
+    them, not rebuild them); set `link_repository_ids = False` to keep the /repos/o/r form.
     """
 
     def __init__(
@@ -216,6 +222,9 @@ class FakeGitHub:
         self.rate_limit = 5000
         self.rate_remaining = 5000
         self.rate_reset = int(time.time()) + 3600
+        # Link headers point at /repositories/{id}/... as GitHub's often do; False keeps the
+        # /repos/{owner}/{repo}/... form of the request.
+        self.link_repository_ids = True
         self.requests: list[Recorded] = []
         self._lock = threading.RLock()
         self._stopping = threading.Event()
@@ -248,6 +257,8 @@ class FakeGitHub:
 
     def start(self) -> FakeGitHub:
         """Bind 127.0.0.1:0 and serve from a daemon thread. Returns self."""
+        if self._stopping.is_set():
+            raise RuntimeError("this FakeGitHub was stopped; make a new one")
         server = self._bind()
         if self._thread is None:
             self._thread = threading.Thread(
@@ -658,12 +669,17 @@ class FakeGitHub:
                 )
             )
 
-    def _take_fault(self, method: str, path: str, target: str) -> _Fault | None:
+    def _take_fault(self, method: str, target: str) -> _Fault | None:
+        split = urlsplit(target)
+        canonical = self._canonical(unquote(split.path))
+        # A regex written against /repos/o/r/... also catches the /repositories/{id}/... form
+        # that Link headers and redirects use.
+        candidates = [split.path, canonical, target, f"{canonical}?{split.query}"]
         with self._lock:
             for fault in self._faults:
                 if fault.method not in ("*", method):
                     continue
-                if not (fault.pattern.search(path) or fault.pattern.search(target)):
+                if not any(fault.pattern.search(c) for c in candidates):
                     continue
                 if fault.times > 0:
                     fault.times -= 1
@@ -1242,7 +1258,9 @@ class FakeGitHub:
                 return f"/repos/{r.full_name}{m.group(2) or ''}"
         return path
 
-    def _link_path(self, path: str) -> str:
+    def _link_path(self, path: str, force: bool = False) -> str:
+        if not (self.link_repository_ids or force):
+            return path
         m = re.match(r"^/repos/([^/]+)/([^/]+)(/.*)?$", path)
         if m:
             r = self._repos.get(f"{m.group(1)}/{m.group(2)}".lower())
@@ -1346,7 +1364,7 @@ class FakeGitHub:
         obj: object,
         status: int = 200,
         *,
-        links: list[tuple[str, int]] | None = None,
+        links: list[tuple[str, str]] | None = None,
         link_base: str = "",
         last_modified: str | None = None,
         headers: dict | None = None,
@@ -1588,11 +1606,11 @@ class FakeGitHub:
             spec = f"{base_ref}...{head_ref}"
             html = f"{WEB}/{r.full_name}/compare/{spec}"
             base_sha, head_sha = r.commits[bi]["sha"], r.commits[hi]["sha"]
-            owner = r.owner
+            permalink = f"{r.owner}:{base_sha}...{r.owner}:{head_sha}"
             out = {
                 "url": f"{api}/compare/{spec}",
                 "html_url": html,
-                "permalink_url": f"{WEB}/{r.full_name}/compare/{owner}:{base_sha}...{owner}:{head_sha}",
+                "permalink_url": f"{WEB}/{r.full_name}/compare/{permalink}",
                 "diff_url": f"{html}.diff",
                 "patch_url": f"{html}.patch",
                 "base_commit": self._commit_json(r, r.commits[bi]),
@@ -1888,6 +1906,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    server_version = "github.com"
+    sys_version = ""
     server: _Server
 
     def setup(self) -> None:
@@ -1923,7 +1943,7 @@ class _Handler(BaseHTTPRequestHandler):
             gh.requests.append(rec)
         if gh.latency > 0 and gh._stopping.wait(gh.latency):
             return self._drop()
-        fault = gh._take_fault(self.command, split.path, self.path)
+        fault = gh._take_fault(self.command, self.path)
         if fault is not None and fault.mode == "timeout":
             if gh._stopping.wait(TIMEOUT_FAULT_S):
                 return self._drop()
@@ -1946,7 +1966,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault.mode == "redirect":
             location = next((v for k, v in headers.items() if k.lower() == "location"), None)
             if location is None:
-                location = gh.url + gh._link_path(gh._canonical(path))
+                location = gh.url + gh._link_path(gh._canonical(path), force=True)
                 if split_query := urlsplit(self.path).query:
                     location += "?" + split_query
                 headers["Location"] = location
@@ -2054,7 +2074,9 @@ def real_threads(gh: FakeGitHub) -> None:
     # vLLM: a linear history with the two releases around the Marlin fix.
     turbo = gh.add_commit(
         VLLM,
-        message="[Quantization] TurboQuant: 4-bit KV cache compression with Hadamard rotation (#39931)",
+        message=(
+            "[Quantization] TurboQuant: 4-bit KV cache compression with Hadamard rotation (#39931)"
+        ),
         date="2026-04-02T16:41:09Z",
         files=[
             "vllm/model_executor/layers/quantization/turboquant.py",
