@@ -669,6 +669,11 @@ class FakeGitHub:
                 )
             )
 
+    def clear_faults(self) -> None:
+        """Drop every pending fault (a test's "GitHub is healthy again")."""
+        with self._lock:
+            self._faults.clear()
+
     def _take_fault(self, method: str, target: str) -> _Fault | None:
         split = urlsplit(target)
         canonical = self._canonical(unquote(split.path))
