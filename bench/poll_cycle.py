@@ -50,13 +50,15 @@ def watcher_cycle(gh: FakeGitHub, cfg) -> dict:
     }
 
 
-def naive_cycle(gh: FakeGitHub, n: int) -> dict:
+def naive_cycle(gh: FakeGitHub, n: int, throttle: bool) -> dict:
+    """PyGithub 2.x waits 0.25 s between requests by default (seconds_between_requests)."""
     from github import Auth, Github
 
     gh.reset_requests()
     before = gh.rate_remaining
     t0 = time.perf_counter()
-    g = Github(base_url=gh.url, auth=Auth.Token("test-token"), retry=None)
+    extra = {} if throttle else {"seconds_between_requests": 0}
+    g = Github(base_url=gh.url, auth=Auth.Token("test-token"), retry=None, **extra)
     for i in range(1, n + 1):
         pull = g.get_repo(REPO).get_pull(i)
         _ = (pull.state, pull.merged, pull.title)
@@ -75,7 +77,12 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    rows: dict[str, list[dict]] = {"watcher cold": [], "watcher warm": [], "naive PyGithub": []}
+    rows: dict[str, list[dict]] = {
+        "watcher cold": [],
+        "watcher warm": [],
+        "naive PyGithub": [],
+        "naive, no throttle": [],
+    }
     for _ in range(args.repeat):
         with FakeGitHub(latency=args.latency) as gh, tempfile.TemporaryDirectory() as tmp:
             for i in range(1, args.items + 1):
@@ -85,7 +92,8 @@ def main() -> None:
             cfg = parse_config(path.read_text(), path)
             rows["watcher cold"].append(watcher_cycle(gh, cfg))
             rows["watcher warm"].append(watcher_cycle(gh, cfg))
-            rows["naive PyGithub"].append(naive_cycle(gh, args.items))
+            rows["naive PyGithub"].append(naive_cycle(gh, args.items, throttle=True))
+            rows["naive, no throttle"].append(naive_cycle(gh, args.items, throttle=False))
     sequential = args.items * args.latency
     print(
         f"{args.items} items, {args.latency * 1000:.0f} ms latency per request, median of {args.repeat} runs"
