@@ -230,6 +230,7 @@ def test_init_writes_default_and_never_overwrites(tmp_path):
     r = runner.invoke(cli, ["init", str(tmp_path / "w")])
     assert r.exit_code == 0, r.output
     written = (tmp_path / "w" / "watch.toml").read_text()
+    assert (tmp_path / "w" / "fragments" / "sglang" / "pros.md").exists()
     assert written == (REPO / "watch.toml").read_text()
     r = runner.invoke(cli, ["init", str(tmp_path / "w")])
     assert r.exit_code == 1 and "already exists" in r.output

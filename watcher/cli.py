@@ -57,9 +57,10 @@ def cli(verbose: int) -> None:
 @cli.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
 def init(directory: Path) -> None:
-    """Write the default watch list (watch.toml) into DIRECTORY.
+    """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
 
-    Never overwrites an existing file.
+    Never overwrites an existing file: an existing watch.toml is an error, existing fragments
+    are left as they are.
 
     Example: watcher init ~/guide-watch
     """
@@ -69,6 +70,16 @@ def init(directory: Path) -> None:
         raise WatcherError(f"{target} already exists; not overwriting it")
     target.write_text(default_config_text(), encoding="utf-8")
     click.echo(str(target))
+    from watcher.render import package_templates
+
+    # Hand-written prose fragments, for the maintainer to edit; existing files are never touched.
+    for page_dir in sorted((package_templates() / "fragments").iterdir()):
+        for src in sorted(page_dir.glob("*.md")):
+            dest = directory / "fragments" / page_dir.name / src.name
+            if not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(src.read_bytes())
+                click.echo(str(dest))
     click.echo(
         "Next: watcher validate --config "
         + str(target)
@@ -207,6 +218,33 @@ def status(config_path: str, as_json: bool) -> None:
         if r[0].isupper():
             click.echo("")
         click.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}")
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
+def explain(target: str | None, config_path: str, as_json: bool) -> None:
+    """Print the chain behind a status: page → recipes → blockers → items → smoke runs → overrides.
+
+    TARGET is a page, blocker or item id (default: every page). Reads the store only.
+
+    Example: watcher explain marlin-pad
+    """
+    from watcher.evaluate import evaluate
+    from watcher.explain import explain as build
+    from watcher.explain import format_text
+    from watcher.store import Store, utcnow
+
+    cfg = _config(config_path)
+    store = Store(cfg.db_path)
+    try:
+        items, runs = store.items(), store.smoke_runs(limit=200)
+        ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
+    finally:
+        store.close()
+    doc = build(cfg, target, items, ev, runs)
+    click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else format_text(doc))
 
 
 def main() -> None:

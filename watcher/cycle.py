@@ -12,7 +12,7 @@ import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,29 +140,19 @@ def apply_observations(
                 None,
             )
             message = item_event_message(cfg, item.id, prev, obs)
+            snoozed = bool(item.snooze and item.snooze.until >= date.fromisoformat(at[:10]))
+            old_state = (prev or {}).get("state")
             eid = store.add_event(
-                at,
-                cycle_id,
-                "item",
-                item.id,
-                (prev or {}).get("state"),
-                obs.state,
-                message,
-                {
-                    "snoozed": bool(
-                        item.snooze
-                        and item.snooze.until
-                        >= datetime.fromisoformat(at.replace("Z", "+00:00")).date()
-                    )
-                },
+                at, cycle_id, "item", item.id, old_state, obs.state, message, {"snoozed": snoozed}
             )
             events.append(
                 {
                     "id": eid,
                     "kind": "item",
                     "subject": item.id,
-                    "old": (prev or {}).get("state"),
+                    "old": old_state,
                     "new": obs.state,
+                    "snoozed": snoozed,
                     "message": message,
                 }
             )
@@ -170,9 +160,13 @@ def apply_observations(
 
 
 def record_transitions(
-    store: Store, cycle_id: int, ev: Evaluation, at: str
+    store: Store, cycle_id: int, ev: Evaluation, at: str, snoozed: bool = False
 ) -> list[dict[str, Any]]:
-    """Store status transitions as events and remember the new statuses."""
+    """Store status transitions as events and remember the new statuses.
+
+    `snoozed`: every change that caused them came from snoozed items, so the events are marked
+    and neither smoke triggers nor comments act on them.
+    """
     previous = store.statuses()
     current = ev.statuses()
     events = []
@@ -185,7 +179,7 @@ def record_transitions(
             if old
             else f"{kind} {title} is {new} ({reason})"
         )
-        eid = store.add_event(at, cycle_id, kind, subject, old, new, message)
+        eid = store.add_event(at, cycle_id, kind, subject, old, new, message, {"snoozed": snoozed})
         events.append(
             {
                 "id": eid,
@@ -194,6 +188,7 @@ def record_transitions(
                 "old": old,
                 "new": new,
                 "message": message,
+                "snoozed": snoozed,
             }
         )
     for key, (status, reason) in current.items():
@@ -359,7 +354,8 @@ def _cycle(
                 report.events.extend(item_events)
                 store.put_etags(client.etag_updates)
             ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
-            report.events.extend(record_transitions(store, cycle_id, ev, at))
+            quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
+            report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
             # Smoke triggers (issue: smoke runner) plug in here: they may add runs and re-evaluate.
             report.pages = render_pages(cfg, store, ev, at, report.offline_note, write=write)
             doc = status_document(

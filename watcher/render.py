@@ -331,7 +331,16 @@ def page_context(
                 "id": r.id,
                 "title": r.title or r.id,
                 "engine": r.engine,
-                "command": list(r.command),
+                "command": [
+                    a.format_map(
+                        _Placeholders(
+                            port=r.host_port or r.port,
+                            model=r.model or "{model}",
+                            name=f"watcher-{r.id}",
+                        )
+                    )
+                    for a in r.command
+                ],
                 "model": r.model,
                 "spec_decode": r.spec_decode,
                 "hardware": r.hardware,
@@ -371,10 +380,31 @@ def page_context(
     }
 
 
+def load_fragments(cfg: Config, page: Page) -> dict[str, str]:
+    """Hand-written Markdown for a page: the maintainer's folder first, packaged defaults second.
+
+    watcher only ever reads these files (`watcher init` creates missing ones), so regenerating a
+    page never destroys hand-written text.
+    """
+    out: dict[str, str] = {}
+    default_dir = package_templates() / "fragments" / page.id
+    folders = [default_dir]
+    if page.fragments:
+        folders.append(cfg.resolve(page.fragments))
+    for folder in folders:
+        if folder.is_dir():
+            for f in sorted(folder.glob("*.md")):
+                out[f.stem] = f.read_text(encoding="utf-8").strip("\n")
+    return out
+
+
 def render_page(cfg: Config, ctx: dict[str, Any]) -> str:
     env = environment(cfg)
     page: Page = ctx["page"]
-    return env.get_template(page.template).render(**ctx)
+    fragments = load_fragments(cfg, page)
+    return env.get_template(page.template).render(
+        fragment=lambda name: fragments.get(name, ""), **ctx
+    )
 
 
 def digest(text: str) -> str:

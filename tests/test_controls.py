@@ -1,0 +1,88 @@
+"""Maintainer controls: hand-written fragments survive regeneration; explain traces every claim."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from watcher.cli import cli
+from watcher.config import load_config
+from watcher.cycle import run_cycle
+from watcher.fakegithub import FakeGitHub, real_threads
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_fragments_survive_regeneration_byte_for_byte(tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["init", str(tmp_path)]).exit_code == 0
+    pros = tmp_path / "fragments" / "sglang" / "pros.md"
+    custom = (
+        "| Pro | Detail |\n|---|---|\n| Hand-written ✍️ | kept *exactly* — with trailing spaces  |\n"
+    )
+    pros.write_bytes(custom.encode())
+    tuning = tmp_path / "fragments" / "sglang" / "tuning.md"
+    tuning.unlink()  # a missing fragment falls back to the packaged default
+    cfg = load_config(tmp_path / "watch.toml")
+    for _ in range(2):
+        run_cycle(cfg, offline=True)
+        page = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
+        assert "Hand-written ✍️ | kept *exactly* — with trailing spaces" in page
+        assert "Tuning notes: none yet" in page
+        assert pros.read_bytes() == custom.encode()
+    assert not tuning.exists()
+    # init again never touches an existing fragment
+    (tmp_path / "watch.toml").unlink()
+    assert runner.invoke(cli, ["init", str(tmp_path)]).exit_code == 0
+    assert pros.read_bytes() == custom.encode()
+
+
+def test_explain_traces_page_blocker_item(tmp_path):
+    shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
+    cfg = load_config(tmp_path / "watch.toml")
+    with FakeGitHub() as gh:
+        real_threads(gh)
+        from watcher.github import GitHubClient
+
+        run_cycle(cfg, client=GitHubClient(gh.url))
+    runner = CliRunner()
+    cfg_arg = ["--config", str(tmp_path / "watch.toml")]
+    r = runner.invoke(cli, ["explain", *cfg_arg])
+    assert r.exit_code == 0, r.output
+    assert "page sglang" in r.output and "blocker marlin-pad" in r.output
+    assert "superseded by #45295 (merged), first in v0.24.0" in r.output
+    assert "context only (never clears it)" in r.output and "TurboQuant" in r.output
+    r = runner.invoke(cli, ["explain", "marlin-pad", "--json", *cfg_arg])
+    doc = json.loads(r.output)
+    assert doc["type"] == "blocker" and doc["status"] == "fix-merged"
+    assert [i["id"] for i in doc["items"]] == ["vllm-40361", "sglang-marlin"]
+    assert doc["items"][0]["url"] == "https://github.com/vllm-project/vllm/pull/40361"
+    r = runner.invoke(cli, ["explain", "vllm-39931", *cfg_arg])
+    assert "context for: deltanet-rollback" in r.output and "clears: nothing" in r.output
+    r = runner.invoke(cli, ["explain", "nope", *cfg_arg])
+    assert r.exit_code == 1 and "nothing called 'nope'" in r.output
+
+
+def test_snoozed_item_changes_are_marked(tmp_path):
+    text = (
+        (REPO / "watch.toml")
+        .read_text()
+        .replace(
+            'label = "Marlin pad-sub-tile-n fix (our PR)"',
+            'label = "Marlin pad-sub-tile-n fix (our PR)"\n[item.snooze]\nuntil = 2099-01-01\nreason = "noisy"',
+        )
+    )
+    (tmp_path / "watch.toml").write_text(text)
+    cfg = load_config(tmp_path / "watch.toml")
+    with FakeGitHub() as gh:
+        real_threads(gh)
+        from watcher.github import GitHubClient
+
+        first = run_cycle(cfg, client=GitHubClient(gh.url))
+        snoozed = [e for e in first.events if e["subject"] == "vllm-40361"]
+        assert snoozed and snoozed[0]["snoozed"] is True
+        others = [e for e in first.events if e["kind"] == "item" and e["subject"] != "vllm-40361"]
+        assert others and not any(e["snoozed"] for e in others)
