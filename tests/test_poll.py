@@ -253,3 +253,41 @@ def test_errors_never_change_state(gh, tmp_path, fault):
     gh.clear_faults()
     third = run_cycle(cfg)
     assert third.item_errors == {} and third.status["items"][0]["stale"] is False
+
+
+def test_transferred_issue_is_followed_and_recorded(gh):
+    gh.add_issue(
+        "new-org/new-repo", 3, title="Moved here", state="closed", state_reason="completed"
+    )
+    gh.fail(
+        "GET",
+        r"/repos/vllm-project/vllm/issues/9$",
+        mode="redirect",
+        times=-1,
+        headers={"Location": f"{gh.url}/repos/new-org/new-repo/issues/3"},
+    )
+    obs = poll(gh, item("issue", 9))
+    assert obs.error is None and obs.state == "completed"
+    assert obs.moved_to and obs.moved_to.endswith("/repos/new-org/new-repo/issues/3")
+
+
+def test_gone_issue_is_an_error_not_a_state(gh):
+    gh.fail("GET", r"/issues/9$", status=410, times=-1, body={"message": "This issue was deleted"})
+    obs = poll(gh, item("issue", 9))
+    assert obs.state is None and "410" in obs.error and "deleted" in obs.error
+
+
+def test_secondary_rate_limit_waits_then_recovers(gh):
+    gh.add_pull(REPO, 2, title="x")
+    gh.fail(
+        "GET",
+        r"/pulls/2$",
+        status=403,
+        headers={"retry-after": "1"},
+        body={"message": "You have exceeded a secondary rate limit"},
+    )
+    slept = []
+    with GitHubClient(gh.url, max_rate_limit_wait=5, sleep=slept.append) as client:
+        obs = Poller(client).poll(item("pull", 2))
+    assert obs.error is None and obs.state == "open"
+    assert slept and slept[0] >= 0.5
