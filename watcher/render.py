@@ -36,7 +36,7 @@ PAGE_HEADLINES = {
 }
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _SECRET = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
     r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
@@ -67,7 +67,7 @@ def md_escape(text: Any, limit: int = 300) -> str:
     s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    s = s.replace("&", "&amp;")
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
@@ -89,17 +89,27 @@ def code_block(text: str | None) -> str:
 
 
 def shell_join(argv: list[str] | tuple[str, ...]) -> str:
-    """An argv list shown as a readable multi-line shell command (display only, never executed)."""
+    """An argv list shown as a readable multi-line shell command (display only, never executed).
+
+    A new line starts at each long option and at `python`, so the page reads like the seed's recipe.
+    """
     import shlex
 
-    out, line = [], []
+    lines: list[list[str]] = [[]]
     for arg in argv:
-        if arg.startswith("-") and line and len(" ".join(line)) > 0 and line[0] not in ("docker",):
-            out.append(" ".join(line))
-            line = []
-        line.append(shlex.quote(arg))
-    out.append(" ".join(line))
-    return " \\\n    ".join(out)
+        if lines[-1] and (
+            arg.startswith("--") and lines[-1][0] != "docker" or arg in ("python", "python3")
+        ):
+            lines.append([])
+        lines[-1].append(shlex.quote(arg))
+    return " \\\n  ".join(" ".join(line) for line in lines)
+
+
+class _Placeholders(dict):
+    """str.format_map that leaves unknown {placeholders} as they are (display only)."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 def environment(cfg: Config | None = None) -> jinja2.Environment:

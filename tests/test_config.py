@@ -1,0 +1,236 @@
+"""Config parsing: every error names the file, the table and the key, and exits 2 from the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from watcher.config import load_config, parse_config, parse_duration
+from watcher.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+MINIMAL = """
+[[item]]
+id = "pr"
+repo = "o/r"
+kind = "pull"
+number = 1
+
+[[blocker]]
+id = "b"
+title = "B"
+items = ["pr"]
+"""
+
+
+def parse(text: str, tmp_path: Path):
+    path = tmp_path / "watch.toml"
+    path.write_text(text)
+    return load_config(path)
+
+
+def error_of(text: str, tmp_path: Path) -> str:
+    with pytest.raises(ConfigError) as e:
+        parse(text, tmp_path)
+    return str(e.value)
+
+
+def test_default_watch_list_is_valid():
+    cfg = load_config(REPO / "watch.toml")
+    assert {i.id for i in cfg.items} >= {
+        "vllm-40361",
+        "vllm-39931",
+        "vllm-40124",
+        "fla-rollback",
+        "sglang-marlin",
+        "sglang-gdn",
+        "sglang-releases",
+    }
+    assert [b.id for b in cfg.blockers] == ["marlin-pad", "deltanet-rollback"]
+    assert cfg.blocker("marlin-pad").rule == "any"
+    assert cfg.blocker("deltanet-rollback").rule == "all"
+    assert (
+        "vllm-39931" not in cfg.blocker("deltanet-rollback").items
+    )  # a mislabelled PR never clears it
+    eagle, nospec = cfg.recipes
+    assert eagle.spec_decode and "--speculative-algorithm" in eagle.command
+    assert not nospec.spec_decode and "--speculative-algorithm" not in nospec.command
+    assert nospec.blockers == ("marlin-pad",)
+    assert cfg.page("sglang").output == "docs/engines/SGLANG.md"
+    assert cfg.settings.interval == 1800
+
+
+def test_partial_config_is_valid(tmp_path):
+    cfg = parse('[[recipe]]\nid = "r"\nengine = "vllm"\ncommand = ["vllm", "serve"]\n', tmp_path)
+    assert cfg.recipes[0].ready_path == "/health"
+    assert cfg.items == () and cfg.pages == ()
+    assert parse("", tmp_path).items == ()
+
+
+def test_paths_are_relative_to_the_config(tmp_path):
+    cfg = parse('[watcher]\ndata_dir = "state"\n', tmp_path)
+    assert cfg.data_dir == tmp_path / "state"
+    assert cfg.site_dir == tmp_path / "site"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            '[watcher]\nintervall = "30m"\n',
+            "[watcher] key 'intervall': is not a known key (did you mean 'interval'?)",
+        ),
+        ('[watcher]\nconcurrency = "8"\n', "[watcher] key 'concurrency': must be int, got str '8'"),
+        ('[watcher]\ninterval = "soon"\n', "[watcher] key 'interval': not a duration: 'soon'"),
+        ("[watcher]\nconcurrency = true\n", "[watcher] key 'concurrency': must be int, got bool"),
+        (
+            MINIMAL + '[[item]]\nid = "pr"\nrepo = "o/r"\nkind = "issue"\nnumber = 2\n',
+            "[item[1]] key 'id': duplicate id 'pr'",
+        ),
+        (
+            MINIMAL.replace('items = ["pr"]', 'items = ["nope"]'),
+            "[blocker.b] key 'items': no item with id 'nope'",
+        ),
+        (
+            MINIMAL + '[[page]]\nid = "p"\ntitle = "P"\noutput = "P.md"\nblockers = ["zzz"]\n',
+            "[page.p] key 'blockers': no blocker with id 'zzz'",
+        ),
+        (
+            MINIMAL
+            + '[[recipe]]\nid = "r"\nengine = "sglang"\ncommand = ["x"]\nblockers = ["missing"]\n',
+            "[recipe.r] key 'blockers': no blocker with id 'missing'",
+        ),
+        (
+            MINIMAL.replace('items = ["pr"]', 'items = ["pr"]\nsignatures = ["no-such-sig"]'),
+            "[blocker.b] key 'signatures': no signature with id 'no-such-sig'",
+        ),
+        (
+            '[[item]]\nid = "x"\nrepo = "o/r"\nkind = "pull"\n',
+            "[item[0]] key 'number': is required for kind 'pull'",
+        ),
+        (
+            '[[item]]\nid = "x"\nrepo = "o/r"\nkind = "thread"\n',
+            "[item[0]] key 'kind': must be one of issue, pull, commits, releases",
+        ),
+        (
+            '[[item]]\nid = "x"\nrepo = "nope"\nkind = "releases"\n',
+            "[item[0]] key 'repo': must be 'owner/name'",
+        ),
+        (
+            '[[item]]\nid = "x"\nrepo = "o/r"\nkind = "commits"\npattern = "(unclosed"\n',
+            "[item[0]] key 'pattern': is not a valid regular expression",
+        ),
+        (
+            '[[item]]\nid = "x"\nrepo = "o/r"\nkind = "issue"\nnumber = 1\npaths = ["a/"]\n',
+            "[item[0]] key 'paths': applies only to kind 'commits'",
+        ),
+        ('[[item]]\nid = "Bad Id"\nrepo = "o/r"\nkind = "releases"\n', "[item[0]] key 'id':"),
+        (
+            '[[recipe]]\nid = "r"\nengine = "sglang"\ncommand = "python -m sglang.launch_server"\n',
+            "[recipe[0]] key 'command': must be list",
+        ),
+        (
+            '[[recipe]]\nid = "r"\nengine = "sglang"\ncommand = []\n',
+            "[recipe[0]] key 'command': must be a non-empty list",
+        ),
+        (
+            '[[recipe]]\nid = "r"\nengine = "sglang"\ncommand = ["x"]\n[recipe.hardware]\ngpu = "3090"\n',
+            "[recipe[0].hardware] key 'gpu': is not a known key",
+        ),
+        (
+            '[[recipe]]\nid = "r"\nengine = "tgi"\ncommand = ["x"]\n',
+            "[recipe[0]] key 'engine': must be one of sglang, vllm, other",
+        ),
+        ("[notify]\nenabled = true\n", "[notify] key 'repo': is required when enabled = true"),
+        (
+            '[smoke]\nbackend = "github-actions"\n',
+            "[smoke] key 'repo': is required when backend = 'github-actions'",
+        ),
+        ('[[page]]\nid = "p"\ntitle = "P"\n', "[page[0]] key 'output': is required"),
+        (
+            '[[page]]\nid = "p"\ntitle = "P"\noutput = "x"\n[page.park]\nreason = "r"\nuntil = "someday"\n',
+            "[page[0].park] key 'until': must be a date",
+        ),
+        (
+            '[[blocker]]\nid = "b"\ntitle = "B"\n[blocker.override]\nstatus = "fixed"\nreason = "r"\n',
+            "[blocker[0].override] key 'status': must be one of blocked, fix-merged, verified, reproduces",
+        ),
+        ("[pages]\n", "top-level table 'pages' is not known (did you mean 'page'?)"),
+        ("[watcher\n", "not valid TOML"),
+        ('item = "x"\n', "[[item]] must be an array of tables"),
+    ],
+)
+def test_config_errors_name_file_table_and_key(tmp_path, text, expected):
+    message = error_of(text, tmp_path)
+    assert str(tmp_path / "watch.toml") in message
+    assert expected in message
+
+
+def test_missing_file_says_how_to_make_one(tmp_path):
+    with pytest.raises(ConfigError, match="run `watcher init`"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_durations():
+    assert parse_duration("30m") == 1800
+    assert parse_duration("90s") == 90
+    assert parse_duration("14d") == 14 * 86400
+    assert parse_duration(5) == 5
+    with pytest.raises(ValueError):
+        parse_duration("5 minutes")
+
+
+def test_snooze_override_park_parse(tmp_path):
+    cfg = parse(
+        MINIMAL.replace(
+            "number = 1", 'number = 1\n[item.snooze]\nuntil = 2026-12-24\nreason = "holidays"'
+        )
+        + '[blocker.override]\nstatus = "verified"\nreason = "by hand"\nuntil = "2027-01-01"\n'
+        + '[[page]]\nid = "p"\ntitle = "P"\noutput = "P.md"\n[page.park]\nreason = "waiting"\n',
+        tmp_path,
+    )
+    assert cfg.item("pr").snooze.until.isoformat() == "2026-12-24"
+    assert cfg.blocker("b").override.status == "verified"
+    assert cfg.page("p").park.until is None
+
+
+def test_validate_cli_exit_codes(tmp_path):
+    bad = tmp_path / "watch.toml"
+    bad.write_text("[watcher]\nbogus = 1\n")
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run(
+        [sys.executable, "-m", "watcher", "validate", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 2
+    assert "[watcher] key 'bogus'" in r.stderr and str(bad) in r.stderr
+    assert "Traceback" not in r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "watcher", "validate", "--config", str(REPO / "watch.toml")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "8 items, 2 blockers, 2 recipes, 1 pages" in r.stdout
+
+
+def test_init_writes_default_and_never_overwrites(tmp_path):
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+
+    runner = CliRunner()
+    r = runner.invoke(cli, ["init", str(tmp_path / "w")])
+    assert r.exit_code == 0, r.output
+    written = (tmp_path / "w" / "watch.toml").read_text()
+    assert written == (REPO / "watch.toml").read_text()
+    r = runner.invoke(cli, ["init", str(tmp_path / "w")])
+    assert r.exit_code == 1 and "already exists" in r.output
+    assert parse_config(written, tmp_path / "w" / "watch.toml").pages[0].id == "sglang"

@@ -1,0 +1,135 @@
+"""`watcher check-now` as a subprocess against the fake GitHub seeded like the real threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from watcher.fakegithub import FakeGitHub, real_threads
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def world(tmp_path):
+    with FakeGitHub() as gh:
+        real_threads(gh)
+        shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
+        yield gh, tmp_path
+
+
+def watcher(args, cwd: Path, gh: FakeGitHub, **env):
+    full_env = dict(
+        os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=gh.url, GITHUB_TOKEN="test-token", **env
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "watcher", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_now_renders_the_truth(world):
+    gh, folder = world
+    r = watcher(["check-now", "--no-smoke"], folder, gh)
+    assert r.returncode == 0, r.stderr
+    page = (folder / "docs" / "engines" / "SGLANG.md").read_text()
+    status = json.loads((folder / "site" / "status.json").read_text())
+
+    items = {i["id"]: i for i in status["items"]}
+    pr = items["vllm-40361"]
+    assert pr["kind"] == "pull" and pr["state"] == "closed"
+    assert pr["superseded_by"] == 45295 and pr["in_release"] == "v0.24.0"
+    assert items["vllm-39931"]["state"] == "merged"
+    assert "turboquant" in items["vllm-39931"]["title"].lower()
+    assert items["vllm-40124"]["state"] == "open"
+    assert items["fla-rollback"]["state"] == "matched"
+    assert all(not i["stale"] for i in status["items"])
+    assert set(status) >= {"generated_at", "pages", "blockers", "items", "runs"}
+    blockers = {b["id"]: b for b in status["blockers"]}
+    assert blockers["marlin-pad"]["status"] == "fix-merged"
+    assert status["pages"][0]["id"] == "sglang" and status["pages"][0]["status"] in (
+        "blocked",
+        "ready-to-test",
+    )
+
+    assert page.startswith("# SGLang — ")
+    assert "superseded by #45295 (merged)" in page
+    assert "first in v0.24.0" in page
+    assert "TurboQuant" in page  # the real title beside the mislabel
+    assert "## TL;DR" in page and "## Watch list" in page and "## When to revisit" in page
+    assert "## What changed since the previous version" in page
+    assert "now tracking vllm-project/vllm#40361" in page
+
+    # second cycle, nothing changed upstream: only conditional requests, all 304, no rate-limit spend
+    gh.reset_requests()
+    before = gh.rate_remaining
+    r = watcher(["check-now", "--no-smoke", "--json"], folder, gh)
+    assert r.returncode == 0, r.stderr
+    assert gh.requests and all(req.status == 304 for req in gh.requests)
+    assert all("if-none-match" in req.headers for req in gh.requests)
+    assert gh.rate_remaining == before
+    doc = json.loads(r.stdout)
+    assert doc["runs"]["last_cycle"]["requests"] == doc["runs"]["last_cycle"]["not_modified"] > 0
+    assert (folder / "docs" / "engines" / "SGLANG.md").read_text().split("Last checked")[
+        0
+    ] == page.split("Last checked")[0]
+
+
+def test_unreachable_github_renders_last_known_state(world):
+    gh, folder = world
+    assert watcher(["check-now", "--no-smoke"], folder, gh).returncode == 0
+    dead = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=f"http://127.0.0.1:{dead}")
+    r = subprocess.run(
+        [sys.executable, "-m", "watcher", "check-now", "--no-smoke"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "GitHub could not be read" in r.stderr
+    status = json.loads((folder / "site" / "status.json").read_text())
+    items = {i["id"]: i for i in status["items"]}
+    assert items["vllm-40361"]["state"] == "closed" and items["vllm-40361"]["stale"] is True
+    page = (folder / "docs" / "engines" / "SGLANG.md").read_text()
+    assert "GitHub could not be read" in page and "superseded by #45295" in page
+
+
+def test_dry_run_writes_nothing(world):
+    gh, folder = world
+    r = watcher(["check-now", "--dry-run"], folder, gh)
+    assert r.returncode == 0, r.stderr
+    assert "would record: now tracking vllm-project/vllm#40361" in r.stdout
+    assert "would be created" in r.stdout
+    assert not (folder / "docs").exists() and not (folder / "site" / "status.json").exists()
+    assert not (folder / "data" / "watcher.db").exists()
+
+
+def test_offline_and_status_commands(world):
+    gh, folder = world
+    assert watcher(["check-now", "--no-smoke"], folder, gh).returncode == 0
+    r = watcher(["check-now", "--offline"], folder, gh)
+    assert r.returncode == 0 and "Rendered offline" in r.stderr
+    r = watcher(["status"], folder, gh)
+    assert r.returncode == 0
+    assert "marlin-pad" in r.stdout and "superseded by #45295" in r.stdout

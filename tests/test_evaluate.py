@@ -1,0 +1,187 @@
+"""The evaluator is a pure function: same stored data, same statuses. Smoke runs are the verdict."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from watcher.config import load_config, parse_config
+from watcher.evaluate import evaluate, transitions
+
+REPO = Path(__file__).resolve().parent.parent
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(REPO / "watch.toml")
+
+
+def rows(**states):
+    """item id -> a stored row with that state (pull extras via tuples)."""
+    out = {}
+    for item_id, state in states.items():
+        row = {"id": item_id, "state": state, "stale": False}
+        if isinstance(state, dict):
+            row.update(state)
+        out[item_id] = row
+    return out
+
+
+def run(
+    recipe,
+    outcome,
+    *,
+    signature=None,
+    target=True,
+    stage=None,
+    started="2026-11-29T10:00:00Z",
+    **kw,
+):
+    return {
+        "run_id": f"{recipe}-{started}",
+        "recipe": recipe,
+        "outcome": outcome,
+        "signature": signature,
+        "blockers_reproduced": kw.get("reproduced", []),
+        "reason": "r",
+        "started_at": started,
+        "stage_reached": stage or ("passed" if outcome == "passed" else "launch"),
+        "hardware": {
+            "gpus": [
+                {
+                    "name": "NVIDIA GeForce RTX 3090" if target else "NVIDIA H200",
+                    "memory_mib": 24576,
+                    "compute_capability": "8.6",
+                }
+            ],
+            "matches_target": target,
+        },
+        "metrics": {},
+    }
+
+
+def test_nothing_known_is_blocked(cfg):
+    ev = evaluate(cfg, {}, [], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "blocked"
+    assert ev.pages["sglang"].status == "blocked"
+    assert "marlin-pad (blocked)" in ev.pages["sglang"].reason
+
+
+def test_closed_without_merge_is_not_fixed(cfg):
+    ev = evaluate(cfg, rows(**{"vllm-40361": "closed"}), [], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "blocked"
+
+
+def test_superseded_by_merged_pr_is_fix_merged(cfg):
+    items = rows(
+        **{"vllm-40361": {"state": "closed", "superseded_by": 45295, "superseded_state": "merged"}}
+    )
+    ev = evaluate(cfg, items, [], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "fix-merged"
+    # the no-spec recipe only needs marlin-pad: the page becomes ready to test, not validated
+    assert ev.pages["sglang"].status == "ready-to-test"
+    assert "sglang-nospec-tp1" in ev.pages["sglang"].reason
+
+
+def test_mislabelled_watch_item_never_clears(cfg):
+    ev = evaluate(cfg, rows(**{"vllm-39931": "merged", "vllm-40124": "completed"}), [], {}, NOW)
+    assert ev.blockers["deltanet-rollback"].status == "blocked"
+
+
+def test_rule_all_needs_every_item(cfg):
+    ev = evaluate(cfg, rows(**{"fla-rollback": "matched"}), [], {}, NOW)
+    assert ev.blockers["deltanet-rollback"].status == "blocked"
+    ev = evaluate(cfg, rows(**{"fla-rollback": "matched", "sglang-gdn": "matched"}), [], {}, NOW)
+    assert ev.blockers["deltanet-rollback"].status == "fix-merged"
+
+
+def test_signature_in_latest_target_run_reproduces_whatever_upstream_says(cfg):
+    items = rows(**{"vllm-40361": "merged"})
+    runs = [run("sglang-nospec-tp1", "failed", signature="marlin-tile-n")]
+    ev = evaluate(cfg, items, runs, {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "reproduces"
+    assert ev.pages["sglang"].status == "blocked"
+
+
+def test_off_target_runs_never_count(cfg):
+    items = rows(**{"vllm-40361": "merged"})
+    ev = evaluate(cfg, items, [run("sglang-nospec-tp1", "passed", target=False)], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "fix-merged"
+    assert ev.pages["sglang"].status == "ready-to-test"
+    ev = evaluate(
+        cfg,
+        items,
+        [run("sglang-nospec-tp1", "failed", signature="marlin-tile-n", target=False)],
+        {},
+        NOW,
+    )
+    assert ev.blockers["marlin-pad"].status == "fix-merged"
+
+
+def test_passed_run_verifies_and_validates(cfg):
+    ev = evaluate(cfg, {}, [run("sglang-nospec-tp1", "passed")], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "verified"
+    assert ev.blockers["deltanet-rollback"].status == "blocked"
+    assert ev.pages["sglang"].status == "validated"
+
+
+def test_startup_blocker_verified_by_a_run_that_got_ready(cfg):
+    runs = [run("sglang-eagle-tp1", "failed", signature="spec-decode-hybrid", stage="ready")]
+    ev = evaluate(cfg, {}, runs, {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "verified"
+    assert ev.blockers["deltanet-rollback"].status == "reproduces"
+
+
+def test_latest_run_wins_and_regression_is_named(cfg):
+    runs = [
+        run("sglang-nospec-tp1", "passed", started="2026-11-01T00:00:00Z"),
+        run("sglang-nospec-tp1", "failed", signature="cuda-oom", started="2026-11-20T00:00:00Z"),
+    ]
+    ev = evaluate(cfg, {}, runs, {"page:sglang": {"status": "validated"}}, NOW)
+    assert ev.pages["sglang"].status == "regressed"
+    assert "cuda-oom" in ev.pages["sglang"].reason
+
+
+def test_override_and_park_expire(tmp_path):
+    text = (
+        (REPO / "watch.toml")
+        .read_text()
+        .replace(
+            'fails_at = "startup"',
+            'fails_at = "startup"\n[blocker.override]\nstatus = "verified"\nreason = "by hand, dual 3090"\nuntil = "2026-12-01"',
+        )
+        .replace(
+            'recipes = ["sglang-eagle-tp1", "sglang-nospec-tp1"]',
+            'recipes = ["sglang-eagle-tp1", "sglang-nospec-tp1"]\n[page.park]\nreason = "on hold"\nuntil = "2026-11-30"',
+        )
+    )
+    cfg = parse_config(text, tmp_path / "watch.toml")
+    ev = evaluate(cfg, {}, [], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "verified"
+    assert ev.blockers["marlin-pad"].override["reason"] == "by hand, dual 3090"
+    assert ev.pages["sglang"].status == "parked"
+    later = datetime(2026, 12, 2, tzinfo=UTC)
+    ev = evaluate(cfg, {}, [], {}, later)
+    assert (
+        ev.blockers["marlin-pad"].status == "blocked" and ev.blockers["marlin-pad"].override is None
+    )
+    assert ev.pages["sglang"].status == "blocked"
+
+
+def test_pure_and_transitions(cfg):
+    items = rows(**{"vllm-40361": "merged"})
+    a = evaluate(cfg, items, [], {}, NOW)
+    b = evaluate(cfg, items, [], {}, NOW)
+    assert a == b
+    prev = {
+        "page:sglang": {"status": "blocked"},
+        "blocker:marlin-pad": {"status": "blocked"},
+        "blocker:deltanet-rollback": {"status": "blocked"},
+    }
+    assert transitions(prev, a.statuses()) == [
+        ("blocker:marlin-pad", "blocked", "fix-merged"),
+        ("page:sglang", "blocked", "ready-to-test"),
+    ]

@@ -1,0 +1,255 @@
+"""Reading item states from a fake GitHub over real HTTP: the words, the cross-references, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from watcher.config import parse_config
+from watcher.cycle import run_cycle
+from watcher.fakegithub import FakeGitHub
+from watcher.github import GitHubClient
+from watcher.poll import Poller
+from watcher.store import Store
+
+REPO = "vllm-project/vllm"
+
+
+def item(kind, number=None, **extra):
+    from watcher.config import Item
+
+    return Item(
+        id=f"{kind}-{number or 'x'}",
+        repo=extra.pop("repo", REPO),
+        kind=kind,
+        number=number,
+        **extra,
+    )
+
+
+@pytest.fixture
+def gh():
+    with FakeGitHub() as fake:
+        yield fake
+
+
+def poll(gh, it, **kw):
+    with GitHubClient(
+        gh.url,
+        token="test-token",
+        max_rate_limit_wait=kw.pop("wait", 5),
+        timeout=kw.pop("timeout", 5),
+        retries=kw.pop("retries", 1),
+        sleep=lambda s: None,
+    ) as client:
+        return Poller(client).poll(it)
+
+
+@pytest.mark.parametrize(
+    "fields, state",
+    [
+        ({"state": "open"}, "open"),
+        ({"state": "open", "draft": True}, "draft"),
+        ({"state": "closed", "merged": True, "merge_commit_sha": None}, "merged"),
+        ({"state": "closed"}, "closed"),
+    ],
+)
+def test_pull_states(gh, fields, state):
+    gh.add_pull(REPO, 7, title="A pull", **fields)
+    obs = poll(gh, item("pull", 7))
+    assert obs.error is None
+    assert (obs.state, obs.title) == (state, "A pull")
+    assert obs.url == f"https://github.com/{REPO}/pull/7"
+
+
+@pytest.mark.parametrize(
+    "fields, state",
+    [
+        ({"state": "open"}, "open"),
+        ({"state": "closed", "state_reason": "completed"}, "completed"),
+        ({"state": "closed", "state_reason": "not_planned"}, "not_planned"),
+        ({"state": "closed", "state_reason": "duplicate"}, "closed"),
+        ({"state": "open", "state_reason": "reopened"}, "open"),
+    ],
+)
+def test_issue_states(gh, fields, state):
+    gh.add_issue(REPO, 9, title="An issue", **fields)
+    assert poll(gh, item("issue", 9)).state == state
+
+
+def test_closed_unmerged_pr_superseded_and_first_release(gh):
+    """vllm#40361 closed without merge; #45295 merged the fix, first shipped in v0.24.0."""
+    gh.add_commit(REPO, message="base", date="2026-05-01T00:00:00Z")
+    gh.add_release(REPO, "v0.23.0", published_at="2026-06-01T00:00:00Z")
+    gh.add_commit(REPO, message="other", date="2026-06-05T00:00:00Z")
+    fix = gh.add_commit(REPO, message="[Kernel] Marlin pad (#45295)", date="2026-06-12T12:00:00Z")
+    gh.add_release(REPO, "v0.24.0", published_at="2026-07-01T00:00:00Z")
+    gh.add_commit(REPO, message="later", date="2026-07-05T00:00:00Z")
+    gh.add_release(REPO, "v0.25.0", published_at="2026-08-01T00:00:00Z")
+    gh.add_pull(
+        REPO,
+        40361,
+        title="[Kernel] Marlin: pad sub-tile n",
+        state="closed",
+        closed_at="2026-06-12T10:00:00Z",
+    )
+    gh.add_pull(REPO, 45290, title="Unrelated, closed", state="closed")
+    gh.add_pull(
+        REPO,
+        45295,
+        title="[Kernel] Marlin pad (redo)",
+        state="closed",
+        merged=True,
+        merge_commit_sha=fix["sha"],
+        merged_at="2026-06-12T12:00:00Z",
+    )
+    gh.add_cross_reference(REPO, 40361, source_repo=REPO, source_number=45290)
+    gh.add_cross_reference(REPO, 40361, source_repo=REPO, source_number=45295)
+    obs = poll(gh, item("pull", 40361))
+    assert obs.state == "closed"
+    assert (obs.superseded_by, obs.superseded_state) == (45295, "merged")
+    assert obs.in_release == "v0.24.0"
+    compares = [r for r in gh.requests if "/compare/" in r.path]
+    assert compares and all("v0.2" in r.path for r in compares)
+
+
+def test_merged_pr_in_no_release_yet(gh):
+    gh.add_commit(REPO, message="base", date="2026-05-01T00:00:00Z")
+    gh.add_release(REPO, "v0.23.0", published_at="2026-06-01T00:00:00Z")
+    fix = gh.add_commit(REPO, message="fix", date="2026-06-12T00:00:00Z")
+    gh.add_pull(
+        REPO,
+        5,
+        title="Fix",
+        state="closed",
+        merged=True,
+        merge_commit_sha=fix["sha"],
+        merged_at="2026-06-12T00:00:00Z",
+    )
+    obs = poll(gh, item("pull", 5))
+    assert obs.state == "merged" and obs.in_release is None
+
+
+def test_commit_filter_false_positives_from_design(gh):
+    repo = "fla-org/flash-linear-attention"
+    gh.add_commit(
+        repo,
+        message="Use importlib find_spec for optional deps",
+        date="2026-03-01T00:00:00Z",
+        files=["fla/utils.py"],
+    )
+    gh.add_commit(
+        repo,
+        message="Roll back initializer_range default",
+        date="2026-03-02T00:00:00Z",
+        files=["fla/models/gla/configuration_gla.py"],
+    )
+    gh.add_commit(
+        repo,
+        message="Support gradient checkpointing in GLA",
+        date="2026-03-03T00:00:00Z",
+        files=["fla/layers/gla.py"],
+    )
+    gh.add_commit(
+        repo,
+        message="Refactor find_spec in gated delta kernels",
+        date="2026-03-04T00:00:00Z",
+        files=["fla/ops/gated_delta_rule/chunk.py"],
+    )
+    gh.add_commit(
+        repo,
+        message="Roll back initializer_range in gated deltanet",
+        date="2026-03-05T00:00:00Z",
+        files=["fla/layers/gated_deltanet.py"],
+    )
+    from watcher.config import load_config
+
+    cfg = load_config(Path(__file__).resolve().parent.parent / "watch.toml")
+    stream = cfg.item("fla-rollback")
+    obs = poll(gh, stream)
+    assert obs.state == "no-match", obs.details
+    real = gh.add_commit(
+        repo,
+        message="Add state rollback for speculative decoding",
+        date="2026-04-01T00:00:00Z",
+        files=["fla/ops/gated_delta_rule/fused_recurrent.py"],
+    )
+    obs = poll(gh, stream)
+    assert obs.state == "matched"
+    assert [c["sha"] for c in obs.details["commits"]] == [real["sha"]]
+    assert obs.details["commits"][0]["subject"] == "Add state rollback for speculative decoding"
+
+
+def test_releases_stream(gh):
+    repo = "sgl-project/sglang"
+    gh.add_commit(repo, message="x", date="2026-01-01T00:00:00Z")
+    gh.add_release(repo, "v0.5.9", published_at="2026-05-01T00:00:00Z")
+    gh.add_release(repo, "v0.6.0", published_at="2026-08-01T00:00:00Z")
+    obs = poll(gh, item("releases", repo=repo))
+    assert obs.state == "v0.6.0"
+
+
+def test_pagination_follows_link_across_three_pages(gh):
+    repo = "o/many"
+    for n in range(250):
+        gh.add_commit(
+            repo,
+            message=f"speculative change {n}",
+            date=f"2026-02-{1 + n % 28:02d}T00:00:{n % 60:02d}Z",
+            files=["src/a.py"],
+        )
+    obs = poll(gh, item("commits", repo=repo, paths=("src/",), pattern=r"\bspeculative\b"))
+    assert obs.details["scanned"] == 250 and obs.details["matched"] == 250
+    pages = [r for r in gh.requests if r.path.endswith("/commits")]
+    assert len(pages) == 3
+    assert [r.query.get("page") for r in pages][1:] == ["2", "3"]
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"status": 404},
+        {"status": 500, "times": -1},
+        {"status": 502, "times": -1},
+        {"mode": "timeout", "times": -1},
+        {"mode": "reset", "times": -1},
+        {"mode": "truncated", "times": -1},
+        {"mode": "malformed", "times": -1},
+        {
+            "status": 403,
+            "headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "4102444800"},
+        },
+        {"status": 429, "headers": {"retry-after": "3600"}},
+        {"status": 401, "body": {"message": "Bad credentials"}},
+    ],
+)
+def test_errors_never_change_state(gh, tmp_path, fault):
+    """A failed request keeps the item's last known state, marked stale, with the error recorded."""
+    gh.add_pull(REPO, 1, title="Marlin pad", state="open")
+    cfg_path = tmp_path / "watch.toml"
+    cfg_path.write_text(
+        f'[watcher]\ngithub_api_url = "{gh.url}"\ntimeout = "1s"\nmax_rate_limit_wait = "2s"\n'
+        f'[[item]]\nid = "pr"\nrepo = "{REPO}"\nkind = "pull"\nnumber = 1\n'
+    )
+    cfg = parse_config(cfg_path.read_text(), cfg_path)
+    first = run_cycle(cfg)
+    assert first.item_errors == {}
+    gh.fail("GET", r"/pulls/1$", **fault)
+    second = run_cycle(cfg)
+    assert "pr" in second.item_errors
+    store = Store(cfg.db_path)
+    row = store.items()["pr"]
+    events = store.events()
+    store.close()
+    assert row["state"] == "open" and row["stale"] and row["error"]
+    assert [e for e in events if e["kind"] == "item"] and all(
+        e["new"] == "open" for e in events if e["kind"] == "item"
+    )
+    assert (
+        second.status["items"][0]["state"] == "open" and second.status["items"][0]["stale"] is True
+    )
+    # the next healthy cycle recovers
+    gh.clear_faults()
+    third = run_cycle(cfg)
+    assert third.item_errors == {} and third.status["items"][0]["stale"] is False
