@@ -133,6 +133,8 @@ def check_now(
     if report.site_error:
         click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
+    if not report.site_error:
+        click.echo(f"site: {cfg.site_dir / 'index.html'}")
 
 
 def _print_dry_run(report) -> None:
