@@ -269,6 +269,7 @@ def test_markdown_rendering_keeps_tables_and_code_and_drops_html():
         "# Title\n<!-- Generated -->\n<div onclick=x>raw</div>\n\n| a | b |\n|---|---|\n"
         "| x \\| y | 2 |\n\nMatching:\n- one\n- two\n\n"
         "[bad](javascript:alert(1)) [ok](https://x.org/a) [doc](OTHER.md) ![i](https://e/x.png)\n\n"
+        "[e1](java&#115;cript:alert(1)) [e2](JAVASCRIPT:x) [e3](java&#9;script:x) [e4](data:text/html,x)\n\n"
         "```text\na < b </script>\n```\n"
     )
     out = str(markdown_to_html(src, {"OTHER.md": "other.html"}))
@@ -276,6 +277,8 @@ def test_markdown_rendering_keeps_tables_and_code_and_drops_html():
     assert "<ul>\n<li>one</li>" in out
     assert "&lt;div onclick=x&gt;raw&lt;/div&gt;" in out and "Generated" not in out
     assert 'href="javascript' not in out and '<span class="inert-link">bad</span>' in out
+    for name in ("e1", "e2", "e3", "e4"):
+        assert f'<span class="inert-link">{name}</span>' in out
     assert '<a href="https://x.org/a">ok</a>' in out and '<a href="other.html">doc</a>' in out
     assert "<img" not in out and "[image: i]" in out
     assert "a &lt; b &lt;/script&gt;" in out

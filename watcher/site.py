@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import html
 import json
 import math
 import os
@@ -102,7 +103,8 @@ def clean(value: Any) -> Any:
 def safe_href(url: Any) -> str:
     """http(s), mailto, fragments and scheme-less relative links survive; the rest becomes '#'."""
     s = str(url or "").strip()
-    if not s or _CONTROL.search(s) or re.search(r"\s", s) or not _SAFE_HREF.match(s):
+    seen = html.unescape(s)  # what a browser reads: `java&#115;cript:` is javascript:
+    if not s or _CONTROL.search(seen) or re.search(r"\s", seen) or not _SAFE_HREF.match(seen):
         return "#"
     return s
 
