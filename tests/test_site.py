@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from site_seed import HOSTILE, make_config, seed
+from site_seed import HOSTILE, make_config, seed, smoke_doc
 
 from watcher import site as site_mod
 from watcher.cli import cli
@@ -339,3 +339,22 @@ def test_refuses_to_replace_a_folder_that_is_not_a_site(tmp_path):
     assert (cfg.site_dir / "notes.md").read_text() == "hand-written, must survive"
     result = CliRunner().invoke(cli, ["build-site", "--config", str(cfg.path)])
     assert result.exit_code == 1 and "not a watcher site" in result.output
+
+
+def test_a_malformed_smoke_run_document_does_not_break_the_site(tmp_path):
+    cfg = make_config(tmp_path)
+    last = seed(cfg)
+    odd = {"gpus": ["an RTX 3090, probably"], "matches_target": False}
+    store = Store(cfg.db_path)
+    try:
+        store.add_smoke_run(
+            smoke_doc(90, "sglang-eagle-tp1", last, hardware=odd, metrics=["not", "a", "dict"])
+        )
+        doc = smoke_doc(91, "sglang-eagle-tp1", last, hardware=odd, started_at="yesterday")
+        doc["metrics"].update(decode_tokens_per_s=float("nan"), accept_length="fast")
+        store.add_smoke_run(doc)
+    finally:
+        store.close()
+    build_site(cfg, now=last)
+    text = (cfg.site_dir / "index.html").read_text()
+    assert 'id="run-run-0090"' in text and 'id="run-run-0091"' in text

@@ -117,7 +117,7 @@ class _StripComments(Preprocessor):
 
     _comment = re.compile(r"(?<!\\)<!--.*?-->")
 
-    _list_item = re.compile(r"^ {0,3}(?:[-*+]|\d+[.)]) ")
+    _list_item = re.compile(r"^ {0,3}(?:[-*+]|1[.)]) ")
 
     def run(self, lines: list[str]) -> list[str]:
         out: list[str] = []
@@ -217,7 +217,7 @@ def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[
         "age_text": "never",
         "stale": True,
     }
-    checked, generated = parse_iso(last_checked), parse_iso(generated_at)
+    checked, generated = _when(last_checked), _when(generated_at)
     if checked and generated:
         age = max(0.0, (generated - checked).total_seconds())
         out.update(age_text=age_text(age), stale=age > limit)
@@ -277,8 +277,8 @@ def _gpu(gpu: dict[str, Any]) -> str:
 
 
 def run_view(run: dict[str, Any]) -> dict[str, Any]:
-    hw = run.get("hardware") or {}
-    m = run.get("metrics") or {}
+    hw = run.get("hardware") if isinstance(run.get("hardware"), dict) else {}
+    m = run.get("metrics") if isinstance(run.get("metrics"), dict) else {}
     gpus = [g for g in hw.get("gpus") or [] if isinstance(g, dict)]
     return {
         "run_id": run.get("run_id"),
@@ -302,6 +302,19 @@ def run_view(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _when(text: Any) -> datetime | None:
+    """A stored timestamp, or None when a run document carries something else."""
+    try:
+        return parse_iso(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _metric(run: dict[str, Any], name: str) -> Any:
+    metrics = run.get("metrics")
+    return metrics.get(name) if isinstance(metrics, dict) else None
+
+
 def _nice_step(value: float) -> float:
     """1, 2, 2.5 or 5 times a power of ten, at least `value`."""
     if value <= 0:
@@ -319,9 +332,9 @@ def chart(
     """One line per recipe over time, as SVG coordinates (the template only draws them)."""
     width, height, left, right, top, bottom = 640, 200, 48, 12, 12, 36
     points = [
-        (r, parse_iso(r.get("started_at")), (r.get("metrics") or {}).get(metric))
+        (r, _when(r.get("started_at")), _metric(r, metric))
         for r in runs
-        if parse_iso(r.get("started_at"))
+        if _when(r.get("started_at"))
     ]
     points = [
         (r, t, v)
