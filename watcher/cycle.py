@@ -407,7 +407,6 @@ def _build_site(
             store=store,
             ev=ev,
             status_doc=doc,
-            page_texts={pid: p["text"] for pid, p in report.pages.items()},
             now=now,
         )
     except Exception as e:  # noqa: BLE001 - one bad stage never stops the cycle

@@ -520,8 +520,8 @@ def site_context(
 def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
     """Re-render each page's Markdown from the store without writing anything.
 
-    Uses the page's current version (the range of events it shows), exactly as the cycle last
-    rendered it.
+    Uses the page's current version (the range of events it shows), as the cycle last rendered it,
+    less the cycle's own offline note (the site says when upstream was last read instead).
     """
     from watcher.cycle import page_subjects  # late import: cycle calls build_site
 
@@ -545,7 +545,6 @@ def render_site(
     *,
     ev: Evaluation | None = None,
     status_doc: dict[str, Any] | None = None,
-    page_texts: dict[str, str] | None = None,
     now: datetime | None = None,
 ) -> dict[str, str]:
     """Every file of the site, path -> text. Pure with respect to the store and `now`."""
@@ -558,8 +557,7 @@ def render_site(
         status_doc = status_document(
             cfg, store.items(), ev, cycle, store.smoke_runs(limit=20), generated_at
         )
-    if page_texts is None:
-        page_texts = page_markdown(cfg, store, ev)
+    page_texts = page_markdown(cfg, store, ev)
     ctx = site_context(cfg, store, ev, generated_at)
     env = environment(cfg)
     env.filters["href"] = safe_href
@@ -666,13 +664,13 @@ def build_site(
     store: Store | None = None,
     ev: Evaluation | None = None,
     status_doc: dict[str, Any] | None = None,
-    page_texts: dict[str, str] | None = None,
     now: datetime | None = None,
 ) -> SiteReport:
     """Render the whole site from the store and swap it into `cfg.site_dir`.
 
-    The cycle passes what it already has (its evaluation, status document and page texts);
-    `watcher build-site` passes nothing and everything is read from the store.
+    The cycle passes its evaluation and its status document (status.json is the cycle's own
+    document); everything else, the documents' Markdown included, is rendered from the store, so
+    `watcher build-site` on the same database writes the same files.
     """
     started = time.monotonic()
     site = cfg.site_dir
@@ -680,9 +678,7 @@ def build_site(
     own = store is None
     store = store or Store(cfg.db_path)
     try:
-        files = render_site(
-            cfg, store, ev=ev, status_doc=status_doc, page_texts=page_texts, now=now
-        )
+        files = render_site(cfg, store, ev=ev, status_doc=status_doc, now=now)
     finally:
         if own:
             store.close()
