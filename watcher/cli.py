@@ -141,7 +141,11 @@ def check_now(
     for page_id, p in report.pages.items():
         verb = "wrote" if p["written"] else "unchanged"
         click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
+    if report.site_error:
+        click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
+    if not report.site_error:
+        click.echo(f"site: {cfg.site_dir / 'index.html'}")
 
 
 def _print_dry_run(report) -> None:
@@ -245,6 +249,30 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
         store.close()
     doc = build(cfg, target, items, ev, runs)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else format_text(doc))
+
+
+@cli.command("build-site")
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+def build_site_command(config_path: str) -> None:
+    """Rebuild the static status site from the database, without polling.
+
+    Writes index.html, one HTML page per generated document, item histories, feed.xml,
+    badge/<page>.svg and status.json into the site folder ([watcher] site_dir), swapped in at once.
+    Every check-now builds it too.
+
+    Example: watcher build-site --config watch.toml
+    """
+    from watcher.site import build_site
+
+    cfg = _config(config_path)
+    report = build_site(cfg)
+    log.info(
+        "site built: %d files, %.1f KiB in %.2f s",
+        len(report.files),
+        report.bytes / 1024,
+        report.duration_s,
+    )
+    click.echo(str(report.path / "index.html"))
 
 
 def main() -> None:

@@ -26,8 +26,8 @@ from watcher.render import (
     page_context,
     render_page,
     status_document,
-    write_status_json,
 )
+from watcher.site import build_site
 from watcher.store import Store, iso, utcnow
 
 log = logging.getLogger("watcher")
@@ -48,6 +48,7 @@ class CycleReport:
     status: dict[str, Any] = field(default_factory=dict)
     offline_note: str | None = None
     duration_s: float = 0.0
+    site_error: str | None = None
 
     def summary(self) -> str:
         s = self.stats
@@ -368,7 +369,8 @@ def _cycle(
             )
             report.status = doc
             if write:
-                write_status_json(cfg.site_dir, doc)
+                # The status site (site.py) writes status.json too, all swapped in at once.
+                report.site_error = _build_site(cfg, store, ev, doc, report, now)
             report.duration_s = round(time.monotonic() - started, 3)
             s = report.stats
             store.finish_cycle(
@@ -389,6 +391,24 @@ def _cycle(
         return report
     finally:
         store.close()
+
+
+def _build_site(
+    cfg: Config, store: Store, ev: Evaluation, doc: dict, report: CycleReport, now: datetime
+) -> str | None:
+    """Build the status site; a failure keeps the previous site and never loses the cycle's data."""
+    try:
+        build_site(
+            cfg,
+            store=store,
+            ev=ev,
+            status_doc=doc,
+            now=now,
+        )
+    except Exception as e:  # noqa: BLE001 - one bad stage never stops the cycle
+        log.error("status site not rebuilt (the previous one stays): %s", e, exc_info=True)
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _cycle_row(store: Store, cycle_id: int, report: CycleReport, started: float) -> dict[str, Any]:

@@ -1,0 +1,151 @@
+"""The status site in a real Chromium (Debian's), from file://, with nothing leaving the machine.
+
+Skipped only where /usr/bin/chromium is missing and CI is not set; under CI it must run.
+Screenshots land in test-artifacts/ (gitignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from site_seed import REPO, make_config, seed
+
+from watcher.site import build_site
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = REPO / "test-artifacts"
+
+pytestmark = pytest.mark.browser
+
+
+def _playwright():
+    if not CHROMIUM.exists() and not os.environ.get("CI"):
+        pytest.skip("Debian's chromium is not installed (/usr/bin/chromium); CI installs it")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("the playwright Python package is not installed")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser-site")
+    cfg = make_config(root)
+    last = seed(cfg, hostile=True)
+    build_site(cfg, now=last + timedelta(minutes=7))
+    # The stored items were read 2 h before the last cycle: that is when the page says it checked.
+    return cfg, last - timedelta(hours=2)
+
+
+def _open(p, tmp_path: Path, scheme: str, viewport: dict, at):
+    """A fresh profile each time; every request that is not file:// is recorded and aborted."""
+    ctx = p.chromium.launch_persistent_context(
+        str(tmp_path / f"profile-{scheme}-{viewport['width']}"),
+        executable_path=str(CHROMIUM),
+        args=ARGS,
+        headless=True,
+        color_scheme=scheme,
+        viewport=viewport,
+        offline=True,
+    )
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(("file://", "data:")):
+            r.continue_()
+        else:
+            outside.append(url)
+            r.abort()
+
+    ctx.route("**/*", route)
+    page = ctx.new_page()
+    page.clock.install(time=at)
+    page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return ctx, page, outside, errors
+
+
+def test_index_in_chromium_light_dark_desktop_phone(built_site, tmp_path):
+    sync_playwright = _playwright()
+    cfg, checked = built_site
+    ARTIFACTS.mkdir(exist_ok=True)
+    index = (cfg.site_dir / "index.html").as_uri()
+    with sync_playwright() as p:
+        for scheme in ("light", "dark"):
+            for name, viewport in (
+                ("desktop", {"width": 1280, "height": 900}),
+                ("phone", {"width": 390, "height": 844}),
+            ):
+                at = checked + timedelta(minutes=10)
+                ctx, page, outside, errors = _open(p, tmp_path, scheme, viewport, at)
+                try:
+                    page.goto(index)
+                    page.wait_for_load_state("load")
+                    assert page.locator("h1").first.is_visible()
+                    status = page.locator("#pages ~ .cards .pill").first
+                    assert status.is_visible() and status.inner_text() == "blocked"
+                    assert page.get_by_text("Last checked upstream").is_visible()
+                    assert page.locator("#freshness .ago").inner_text() == "10 minutes ago"
+                    assert not page.locator("#stale-warning").is_visible()
+                    assert page.locator("img[src='badge/sglang.svg']").evaluate(
+                        "img => img.complete && img.naturalWidth > 0"
+                    )
+                    overflow = page.evaluate(
+                        "document.documentElement.scrollWidth - window.innerWidth"
+                    )
+                    assert overflow <= 0, f"{overflow}px of horizontal scroll on {name}"
+                    page.screenshot(
+                        path=str(ARTIFACTS / f"site-index-{scheme}-{name}.png"),
+                        full_page=name == "desktop",
+                    )
+                    # Later, with no new check: the script turns the line into a warning.
+                    page.clock.run_for(3 * 3600 * 1000)
+                    assert page.locator("#stale-warning").is_visible()
+                    assert "3 hours ago" in page.locator("#stale-warning").inner_text()
+                finally:
+                    ctx.close()
+                assert outside == [], f"requests left file://: {outside}"
+                assert errors == [], f"console errors: {errors}"
+
+
+def test_document_and_item_pages_in_chromium(built_site, tmp_path):
+    sync_playwright = _playwright()
+    cfg, checked = built_site
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        ctx, page, outside, errors = _open(
+            p, tmp_path, "dark", {"width": 390, "height": 844}, checked + timedelta(days=2)
+        )
+        try:
+            page.goto((cfg.site_dir / "index.html").as_uri())
+            page.get_by_role("link", name="SGLang", exact=True).click()
+            page.wait_for_load_state("load")
+            assert page.url.endswith("/page/sglang.html")
+            assert page.locator("article.doc h1").inner_text().startswith("SGLang")
+            assert page.locator("article.doc table").count() >= 3
+            assert page.locator("#stale-warning").is_visible()  # two days without a check
+            page.screenshot(path=str(ARTIFACTS / "site-document-dark-phone.png"))
+            page.goto((cfg.site_dir / "item" / "vllm-40361.html").as_uri())
+            assert page.get_by_role("heading", name="State history").is_visible()
+            assert page.locator("tbody tr").count() == 3
+        finally:
+            ctx.close()
+        assert outside == [], f"requests left file://: {outside}"
+        assert errors == [], f"console errors: {errors}"
