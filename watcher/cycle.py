@@ -19,6 +19,7 @@ from typing import Any
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation, evaluate, transitions
 from watcher.github import GitHubClient
+from watcher.notify import notify_status, run_notify
 from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
@@ -48,6 +49,7 @@ class CycleReport:
     status: dict[str, Any] = field(default_factory=dict)
     offline_note: str | None = None
     duration_s: float = 0.0
+    notify: dict[str, Any] | None = None  # what the comment step did (None: it did not run)
 
     def summary(self) -> str:
         s = self.stats
@@ -273,8 +275,12 @@ def run_cycle(
     now: datetime | None = None,
     client: GitHubClient | None = None,
     no_smoke: bool = False,
+    notify_kw: dict[str, Any] | None = None,
 ) -> CycleReport:
-    """One full cycle. In dry-run mode it works on a copy of the database and writes no file."""
+    """One full cycle. In dry-run mode it works on a copy of the database and writes no file.
+
+    `notify_kw` goes to `notify.run_notify` (tests pass `api=` and `pacer=`).
+    """
     if dry_run:
         return _dry_run(cfg, offline=offline, now=now, client=client)
     return _cycle(
@@ -285,6 +291,7 @@ def run_cycle(
         client=client,
         write=True,
         no_smoke=no_smoke,
+        notify_kw=notify_kw,
     )
 
 
@@ -315,6 +322,7 @@ def _cycle(
     client: GitHubClient | None,
     write: bool,
     no_smoke: bool,
+    notify_kw: dict[str, Any] | None = None,
 ) -> CycleReport:
     started = time.monotonic()
     now = now or utcnow()
@@ -370,6 +378,7 @@ def _cycle(
                 store.smoke_runs(limit=20),
                 at,
             )
+            doc["notify"] = notify_status(cfg, store)
             report.status = doc
             if write:
                 write_status_json(cfg.site_dir, doc)
@@ -390,6 +399,13 @@ def _cycle(
                 error="; ".join(f"{k}: {v}" for k, v in sorted(report.item_errors.items()))[:2000]
                 or None,
             )
+        if write and not offline and cfg.notify.enabled:
+            # GitHub comments: after the cycle's data is committed, in their own transactions;
+            # run_notify never raises, so a failed comment never fails the cycle.
+            result = run_notify(cfg, store, ev, now=now, **(notify_kw or {}))
+            report.notify = result.as_dict()
+            report.status["notify"] = notify_status(cfg, store)
+            write_status_json(cfg.site_dir, report.status)
         return report
     finally:
         store.close()

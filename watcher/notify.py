@@ -37,7 +37,14 @@ STATUS_MARKER = "<!-- watcher:status page={page} -->"
 EVENT_MARKER = "<!-- watcher:event id={id} -->"
 GITHUB_BODY_LIMIT = 65_536  # GitHub refuses a comment body of this many characters or more
 MAX_BODY_CHARS = 65_000  # ours stays well under it
-EVIDENCE_LIMITS = (None, 20_000, 5_000, 1_000, 200, 0)  # evidence is cut first, and last in the body
+EVIDENCE_LIMITS = (
+    None,
+    20_000,
+    5_000,
+    1_000,
+    200,
+    0,
+)  # evidence is cut first, and last in the body
 NOTIFY_PAGE_STATUSES = ("ready-to-test", "validated", "regressed")
 MAX_EVENT_AGE = timedelta(days=7)  # older transitions are history, not news: never announced
 DEFAULT_SECONDARY_WAIT = 60.0  # a secondary rate limit without retry-after: wait at least a minute
@@ -129,7 +136,7 @@ class GithubComments:
         self._gh = github.Github(
             base_url=self.base_url,
             auth=github.Auth.Token(token),
-            timeout=timeout,
+            timeout=max(1, round(timeout)),  # PyGithub insists on an int
             user_agent=user_agent or "watcher",
             per_page=100,
             retry=None,
@@ -137,7 +144,7 @@ class GithubComments:
             seconds_between_writes=None,
             lazy=True,
         )
-        self._issue = self._gh.get_repo(repo, lazy=True).get_issue(issue)
+        self._issue = self._gh.get_repo(repo).get_issue(issue)
         self._login: str | None = None
         self._objects: dict[int, Any] = {}  # comment id -> PyGithub IssueComment, for edits
 
@@ -158,7 +165,10 @@ class GithubComments:
             rate_limited = (
                 isinstance(e, github.RateLimitExceededException)
                 or status == 429
-                or (status == 403 and ("retry-after" in lower or lower.get("x-ratelimit-remaining") == "0"))
+                or (
+                    status == 403
+                    and ("retry-after" in lower or lower.get("x-ratelimit-remaining") == "0")
+                )
             )
             raise CommentError(
                 f"{what}: HTTP {status}: {message or e}",
@@ -171,7 +181,9 @@ class GithubComments:
 
     def _comment(self, c: Any) -> Comment:
         self._objects[c.id] = c
-        return Comment(id=c.id, login=c.user.login if c.user else "", body=c.body or "", url=c.html_url)
+        return Comment(
+            id=c.id, login=c.user.login if c.user else "", body=c.body or "", url=c.html_url
+        )
 
     def login(self) -> str:
         if self._login is None:
@@ -610,12 +622,23 @@ class Notifier:
             for p in pages:
                 s = stored[p.id]
                 what = "create" if not s or not s.get("comment_id") else "edit"
+                what = what if self.dry_run else "deferred"
                 r.actions.append(
-                    Action(what, f"status:{p.id}", f"content differs from our record; {why}", bodies[p.id])
+                    Action(
+                        what,
+                        f"status:{p.id}",
+                        f"content differs from our record; {why}",
+                        bodies[p.id],
+                    )
                 )
             for row in rows:
                 r.actions.append(
-                    Action("post", f"event:{row['event_id']}", self._event_why(row, events_by_id), row["body"])
+                    Action(
+                        "post" if self.dry_run else "deferred",
+                        f"event:{row['event_id']}",
+                        self._event_why(row, events_by_id),
+                        row["body"],
+                    )
                 )
             if not self.dry_run:
                 r.errors.append(f"cannot post: {why}")
@@ -626,11 +649,15 @@ class Notifier:
             comments = api.list_comments()
         except CommentError as e:
             for p in pages:
-                self.store.put_sticky(p.id, self.repo, self.issue, last_error=str(e), error_at=self.at)
+                self.store.put_sticky(
+                    p.id, self.repo, self.issue, last_error=str(e), error_at=self.at
+                )
             raise
         r.read_github = True
         ours = [c for c in comments if c.login == login]
-        quoted_by_others = {c.id for c in comments if c.login != login and "<!-- watcher:" in c.body}
+        quoted_by_others = {
+            c.id for c in comments if c.login != login and "<!-- watcher:" in c.body
+        }
         searched = f"{len(comments)} comments searched"
         if quoted_by_others:
             searched += f"; {len(quoted_by_others)} by others carrying a watcher marker ignored"
@@ -647,7 +674,9 @@ class Notifier:
             done = {a.target for a in r.actions}
             for p in pages:
                 if f"status:{p.id}" not in done:
-                    r.actions.append(Action("deferred", f"status:{p.id}", "rate limited", bodies[p.id]))
+                    r.actions.append(
+                        Action("deferred", f"status:{p.id}", "rate limited", bodies[p.id])
+                    )
             for row in rows:
                 if f"event:{row['event_id']}" not in done:
                     r.actions.append(Action("deferred", f"event:{row['event_id']}", "rate limited"))
@@ -655,7 +684,9 @@ class Notifier:
             if not self.dry_run:
                 self.store.notify_set("paused_until", None)
 
-    def _sticky(self, page: Page, body: str, ours: list[Comment], login: str, searched: str) -> None:
+    def _sticky(
+        self, page: Page, body: str, ours: list[Comment], login: str, searched: str
+    ) -> None:
         marker = status_marker(page.id)
         target = f"status:{page.id}"
         mine = next((c for c in ours if marker in c.body), None)
@@ -673,8 +704,15 @@ class Notifier:
             return
         if action.what == "unchanged":
             self.store.put_sticky(
-                page.id, self.repo, self.issue, comment_id=mine.id, comment_url=mine.url,
-                digest=new_digest, checked_at=self.at, last_error=None, error_at=None,
+                page.id,
+                self.repo,
+                self.issue,
+                comment_id=mine.id,
+                comment_url=mine.url,
+                digest=new_digest,
+                checked_at=self.at,
+                last_error=None,
+                error_at=None,
             )
             return
         try:
@@ -684,7 +722,9 @@ class Notifier:
                 c = self._write(lambda: self.api.edit(mine.id, body))
         except CommentError as e:
             self._fail(action, str(e))
-            self.store.put_sticky(page.id, self.repo, self.issue, last_error=str(e), error_at=self.at)
+            self.store.put_sticky(
+                page.id, self.repo, self.issue, last_error=str(e), error_at=self.at
+            )
             return
         except WritesPaused as e:
             self._fail(action, f"rate limited: {e.reason}")
@@ -696,9 +736,16 @@ class Notifier:
         if action.what == "create":
             ours.append(c)
         self.store.put_sticky(
-            page.id, self.repo, self.issue, comment_id=c.id, comment_url=c.url,
-            digest=new_digest, updated_at=self.at, checked_at=self.at,
-            last_error=None, error_at=None,
+            page.id,
+            self.repo,
+            self.issue,
+            comment_id=c.id,
+            comment_url=c.url,
+            digest=new_digest,
+            updated_at=self.at,
+            checked_at=self.at,
+            last_error=None,
+            error_at=None,
         )
 
     def _event_why(self, row: dict[str, Any], events: dict[int, dict]) -> str:
@@ -713,10 +760,12 @@ class Notifier:
         found = next((c for c in ours if marker in c.body), None)
         if found is not None:
             action = Action(
-                "found", target,
+                "found",
+                target,
                 f"a comment by @{login} already carries {marker} (posted before the database "
                 "recorded it); not posting again",
-                row["body"], found.id,
+                row["body"],
+                found.id,
             )
             self.result.actions.append(action)
             if not self.dry_run:

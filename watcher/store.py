@@ -137,7 +137,14 @@ class CommentStore:
             )
 
     def outbox_add(
-        self, event_id: int, page_id: str | None, repo: str, issue: int, marker: str, body: str, at: str
+        self,
+        event_id: int,
+        page_id: str | None,
+        repo: str,
+        issue: int,
+        marker: str,
+        body: str,
+        at: str,
     ) -> bool:
         """Record the intent to post; False when the event already has a row (never twice)."""
         cur = self.db.execute(
@@ -446,4 +453,3 @@ class Store(CommentStore):
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [json.loads(r[0]) for r in self.db.execute(sql, params).fetchall()]
-
