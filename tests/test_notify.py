@@ -478,3 +478,58 @@ def test_pygithub_never_retries_or_sleeps_by_itself(gh, cfg):
         store.close()
     assert [r.status for r in gh.requests if r.method == "POST"] == [502]
     assert clock.sleeps == [] and result.errors and "502" in result.errors[0]
+
+
+def test_markers_count_only_on_the_first_line():
+    from watcher.notify import Comment, carries, same_content
+
+    marker = event_marker(3)
+    assert carries(Comment(1, BOT, f"{marker}\n### body"), marker)
+    assert not carries(Comment(1, BOT, f"log excerpt:\n{marker}"), marker)
+    assert not carries(Comment(1, BOT, f"{event_marker(33)}\nbody"), marker)
+    assert same_content("a\r\nb\r\n", "a\nb")
+    assert same_content(
+        "a\nchecked 12:00 <!-- volatile -->\n", "a\nchecked 13:00 <!-- volatile -->"
+    )
+    assert not same_content("a\nb", "a\nc")
+
+
+def test_rate_limited_listing_pauses_and_writes_nothing(gh, cfg):
+    gh.fail(
+        "GET",
+        r"/issues/7/comments",
+        status=403,
+        headers={"retry-after": "30"},
+        body={"message": "You have exceeded a secondary rate limit"},
+    )
+    clock = FakeClock()
+    report, _ = cycle(cfg, clock, 0)
+    assert report.pages["eng"]["status"] == "blocked"
+    assert writes(gh) == [] and "403" in report.notify["errors"][0]
+    assert report.notify["paused_until"] == "2026-11-30T12:00:30Z"
+    report, _ = cycle(cfg, clock, 1)
+    assert report.notify["errors"] == [] and len(ours(gh, status_marker("eng"))) == 1
+
+
+def test_no_token_is_recorded_not_raised(gh, cfg, monkeypatch):
+    monkeypatch.delenv("GITHUB_TOKEN")
+    report = run_cycle(cfg, offline=False, now=T0, no_smoke=True)
+    assert report.pages["eng"]["status"] == "blocked"
+    assert "GITHUB_TOKEN" in report.notify["errors"][0]
+    assert [a["what"] for a in report.notify["actions"]] == ["deferred"]
+    doc = json.loads((cfg.site_dir / "status.json").read_text())
+    assert "GITHUB_TOKEN" in doc["notify"]["last_error"]
+    result = CliRunner().invoke(cli, ["comment", "--config", str(cfg.path)])
+    assert result.exit_code == 1 and "GITHUB_TOKEN" in result.output
+    assert [r for r in gh.requests if "comments" in r.path] == []
+
+
+def test_comment_json_lists_actions_with_bodies(gh, cfg):
+    run_cycle(cfg, offline=True, no_smoke=True, now=T0)
+    result = CliRunner().invoke(cli, ["comment", "--config", str(cfg.path), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["dry_run"] is True and data["repo"] == DOCS and data["issue"] == ISSUE
+    assert data["read_github"] is True and data["writes"] == 0
+    (action,) = data["actions"]
+    assert action["what"] == "create" and action["body"].startswith(status_marker("eng"))

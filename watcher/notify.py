@@ -53,6 +53,17 @@ DEFAULT_SECONDARY_WAIT = 60.0  # a secondary rate limit without retry-after: wai
 PAUSE_AFTER_POST_ENV = "WATCHER_TEST_PAUSE_AFTER_POST"
 
 
+def carries(comment: Comment, marker: str) -> bool:
+    """Our bodies open with their marker; a marker quoted further down (say, inside a log
+    excerpt we show) does not count."""
+    return comment.body.lstrip().split("\n", 1)[0].strip() == marker
+
+
+def same_content(a: str, b: str) -> bool:
+    """Equal apart from line endings, edge whitespace and `<!-- volatile -->` lines."""
+    return digest(a.replace("\r\n", "\n").strip()) == digest(b.replace("\r\n", "\n").strip())
+
+
 def status_marker(page_id: str) -> str:
     return STATUS_MARKER.format(page=page_id)
 
@@ -314,12 +325,16 @@ class Bodies:
         body = ""
         for limit in EVIDENCE_LIMITS:
             cut = [dict(e, text=_evidence(e["text"], limit)) for e in evidence]
-            body = template.render(
-                **ctx,
-                marker=status_marker(page.id),
-                since=since,
-                evidence=[e for e in cut if e["text"]],
-                evidence_cut=limit is not None and any(len(e["text"]) > limit for e in evidence),
+            body = _lead(
+                status_marker(page.id),
+                template.render(
+                    **ctx,
+                    marker=status_marker(page.id),
+                    since=since,
+                    evidence=[e for e in cut if e["text"]],
+                    evidence_cut=limit is not None
+                    and any(len(e["text"]) > limit for e in evidence),
+                ),
             )
             if len(body) <= MAX_BODY_CHARS:
                 return body
@@ -354,7 +369,14 @@ class Bodies:
                 }
                 for b_id in page.blockers
             ]
-        return cap_body(self.env.get_template("comment_event.md.j2").render(**ctx))
+        body = self.env.get_template("comment_event.md.j2").render(**ctx)
+        return cap_body(_lead(ctx["marker"], body))
+
+
+def _lead(marker: str, body: str) -> str:
+    """The marker must open the body (see `carries`), whatever a template override does."""
+    body = body.lstrip()
+    return body if body.startswith(marker) else f"{marker}\n{body}"
 
 
 def _why_changed(old: str, new: str) -> str:
@@ -652,6 +674,10 @@ class Notifier:
                 self.store.put_sticky(
                     p.id, self.repo, self.issue, last_error=str(e), error_at=self.at
                 )
+            if e.rate_limited and not self.dry_run:
+                wait = e.retry_after if e.retry_after is not None else DEFAULT_SECONDARY_WAIT
+                r.paused_until = iso(self.now + timedelta(seconds=max(wait, 1.0)))
+                self.store.notify_set("paused_until", r.paused_until)
             raise
         r.read_github = True
         ours = [c for c in comments if c.login == login]
@@ -689,13 +715,13 @@ class Notifier:
     ) -> None:
         marker = status_marker(page.id)
         target = f"status:{page.id}"
-        mine = next((c for c in ours if marker in c.body), None)
+        mine = next((c for c in ours if carries(c, marker)), None)
         new_digest = digest(body)
         if mine is None:
             action = Action(
                 "create", target, f"no comment by @{login} carries {marker} ({searched})", body
             )
-        elif digest(mine.body) == new_digest:
+        elif same_content(mine.body, body):
             action = Action("unchanged", target, "content unchanged", body, mine.id)
         else:
             action = Action("edit", target, _why_changed(mine.body, body), body, mine.id)
@@ -757,7 +783,7 @@ class Notifier:
     def _event(self, row: dict[str, Any], ours: list[Comment], login: str, events: dict) -> None:
         event_id, marker = row["event_id"], row["marker"]
         target = f"event:{event_id}"
-        found = next((c for c in ours if marker in c.body), None)
+        found = next((c for c in ours if carries(c, marker)), None)
         if found is not None:
             action = Action(
                 "found",
