@@ -533,3 +533,14 @@ def test_comment_json_lists_actions_with_bodies(gh, cfg):
     assert data["read_github"] is True and data["writes"] == 0
     (action,) = data["actions"]
     assert action["what"] == "create" and action["body"].startswith(status_marker("eng"))
+
+
+def test_broken_template_override_never_fails_the_cycle(gh, cfg):
+    (cfg.base_dir / "templates").mkdir()
+    (cfg.base_dir / "templates" / "comment_status.md.j2").write_text("{{ nope.nope }}")
+    report, _ = cycle(cfg, FakeClock(), 0)
+    assert report.pages["eng"]["status"] == "blocked" and report.cycle_id
+    assert "nope" in report.notify["errors"][0]
+    assert writes(gh) == []
+    doc = json.loads((cfg.site_dir / "status.json").read_text())
+    assert "nope" in doc["notify"]["last_error"]

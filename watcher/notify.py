@@ -839,8 +839,23 @@ def run_notify(
     now: datetime | None = None,
     dry_run: bool = False,
 ) -> NotifyResult:
-    """Bring the tracking issue's comments up to date (or, in a dry run, say what that would do)."""
-    return Notifier(cfg, store, ev, api=api, pacer=pacer, now=now, dry_run=dry_run).run()
+    """Bring the tracking issue's comments up to date (or, in a dry run, say what that would do).
+
+    Never raises: whatever goes wrong is in the result's `errors` (and, when it could be
+    written, in the store), and the next run retries.
+    """
+    try:
+        return Notifier(cfg, store, ev, api=api, pacer=pacer, now=now, dry_run=dry_run).run()
+    except Exception as e:  # e.g. the database locked while recording the run
+        log.exception("notify failed")
+        n = cfg.notify
+        return NotifyResult(
+            enabled=n.enabled,
+            dry_run=dry_run or not n.enabled,
+            repo=n.repo,
+            issue=n.issue,
+            errors=[f"{type(e).__name__}: {e}"],
+        )
 
 
 def notify_status(cfg: Config, store: Store, limit: int = 20) -> dict[str, Any]:
