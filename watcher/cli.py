@@ -275,5 +275,60 @@ def build_site_command(config_path: str) -> None:
     click.echo(str(report.path / "index.html"))
 
 
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Read the issue's comments, write nothing; say what would change.",
+)
+@click.option("--show-body", is_flag=True, help="Also print each body that would be written.")
+@click.option("--json", "as_json", is_flag=True, help="Print the actions (with bodies) as JSON.")
+def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> None:
+    """Update the tracking issue: a sticky status comment per page, one comment per transition.
+
+    Works from the stored state (run `watcher check-now` first; with [notify] enabled, every
+    cycle does this too). With --dry-run, or while [notify] enabled = false, nothing is written
+    to GitHub or the database: it prints what would be created or edited, and why. Reading the
+    issue's comments needs GITHUB_TOKEN. Exits 1 when a comment could not be written (it is
+    retried on the next run).
+
+    Example: GITHUB_TOKEN=... watcher comment --dry-run --show-body
+    """
+    from watcher.evaluate import evaluate
+    from watcher.notify import run_notify
+    from watcher.store import Store, utcnow
+
+    cfg = _config(config_path)
+    store = Store(cfg.db_path)
+    try:
+        now = utcnow()
+        ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+        result = run_notify(cfg, store, ev, now=now, dry_run=dry_run)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(result.as_dict(bodies=True), indent=2, ensure_ascii=False))
+    else:
+        where = f"{result.repo}#{result.issue}" if result.repo and result.issue else "no issue"
+        if result.dry_run:
+            why = "--dry-run" if cfg.notify.enabled else "[notify] enabled = false"
+            click.echo(f"dry run ({why}): nothing is written; target {where}")
+        else:
+            click.echo(f"target {where}: {result.writes} write(s)")
+        if result.note:
+            click.echo(f"note: {result.note}")
+        for action in result.actions:
+            click.echo(action.line(result.dry_run))
+            if show_body and action.body and action.what in ("create", "edit", "post"):
+                click.echo("    " + action.body.rstrip("\n").replace("\n", "\n    "))
+        if result.paused_until:
+            click.echo(f"writes paused until {result.paused_until} (GitHub rate limit)")
+    for err in result.errors:
+        click.echo(f"error: {err}", err=True)
+    if result.errors and not result.dry_run:
+        sys.exit(1)
+
+
 def main() -> None:
     cli(prog_name="watcher")

@@ -19,6 +19,7 @@ from typing import Any
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation, evaluate, transitions
 from watcher.github import GitHubClient
+from watcher.notify import notify_status, run_notify
 from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
@@ -49,6 +50,7 @@ class CycleReport:
     offline_note: str | None = None
     duration_s: float = 0.0
     site_error: str | None = None
+    notify: dict[str, Any] | None = None  # what the comment step did (None: it did not run)
 
     def summary(self) -> str:
         s = self.stats
@@ -269,8 +271,12 @@ def run_cycle(
     now: datetime | None = None,
     client: GitHubClient | None = None,
     no_smoke: bool = False,
+    notify_kw: dict[str, Any] | None = None,
 ) -> CycleReport:
-    """One full cycle. In dry-run mode it works on a copy of the database and writes no file."""
+    """One full cycle. In dry-run mode it works on a copy of the database and writes no file.
+
+    `notify_kw` goes to `notify.run_notify` (tests pass `api=` and `pacer=`).
+    """
     if dry_run:
         return _dry_run(cfg, offline=offline, now=now, client=client)
     return _cycle(
@@ -281,6 +287,7 @@ def run_cycle(
         client=client,
         write=True,
         no_smoke=no_smoke,
+        notify_kw=notify_kw,
     )
 
 
@@ -311,6 +318,7 @@ def _cycle(
     client: GitHubClient | None,
     write: bool,
     no_smoke: bool,
+    notify_kw: dict[str, Any] | None = None,
 ) -> CycleReport:
     started = time.monotonic()
     now = now or utcnow()
@@ -368,9 +376,6 @@ def _cycle(
                 at,
             )
             report.status = doc
-            if write:
-                # The status site (site.py) writes status.json too, all swapped in at once.
-                report.site_error = _build_site(cfg, store, ev, doc, report, now)
             report.duration_s = round(time.monotonic() - started, 3)
             s = report.stats
             store.finish_cycle(
@@ -388,6 +393,16 @@ def _cycle(
                 error="; ".join(f"{k}: {v}" for k, v in sorted(report.item_errors.items()))[:2000]
                 or None,
             )
+        if write and not offline and cfg.notify.enabled:
+            # GitHub comments: after the cycle's data is committed, in their own transactions;
+            # run_notify never raises, so a failed comment never fails the cycle.
+            result = run_notify(cfg, store, ev, now=now, **(notify_kw or {}))
+            report.notify = result.as_dict()
+        report.status["notify"] = notify_status(cfg, store)
+        if write:
+            # After the commit (readers never wait on it) and after the comments, so the site
+            # shows this cycle's comment failures. It writes status.json too, swapped in at once.
+            report.site_error = _build_site(cfg, store, ev, report.status, report, now)
         return report
     finally:
         store.close()
