@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +19,16 @@ from watcher.fakegithub import FakeGitHub, real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 TRIALS = int(os.environ.get("WATCHER_CRASH_TRIALS", "50"))
+
+
+TRACKING = ("club-3090/guide", 1)
+
+
+def check_comments(gh: FakeGitHub) -> None:
+    """Every event comment at most once, and at most one sticky status comment."""
+    bodies = [c["body"] for c in gh.comments(*TRACKING)]
+    markers = Counter(b.splitlines()[0] for b in bodies if b.startswith("<!-- watcher:"))
+    assert all(n == 1 for n in markers.values()), markers
 
 
 def check_consistent(folder: Path) -> None:
@@ -50,20 +59,35 @@ def check_consistent(folder: Path) -> None:
 @pytest.mark.slow
 def test_sigkill_at_random_moments(tmp_path):
     rng = random.Random(20261130)
-    shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
+    config = (
+        (REPO / "watch.toml")
+        .read_text()
+        .replace(
+            "[notify]\nenabled = false",
+            f'[notify]\nenabled = true\nrepo = "{TRACKING[0]}"\nissue = {TRACKING[1]}',
+        )
+    )
+    assert "enabled = true" in config
+    (tmp_path / "watch.toml").write_text(config)
     env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_TOKEN="test-token")
     killed = completed = 0
     with FakeGitHub(latency=0.01) as gh:
         real_threads(gh)
+        gh.add_issue(*TRACKING, title="SGLang on 3090s: status")
         env["GITHUB_API_URL"] = gh.url
         cmd = [sys.executable, "-m", "watcher", "check-now", "--no-smoke"]
         # how long one whole cycle takes here, to spread the kills over it
         t0 = time.monotonic()
         probe = tmp_path / "probe"
         probe.mkdir()
-        shutil.copy(REPO / "watch.toml", probe / "watch.toml")
+        (probe / "watch.toml").write_text(config)
         subprocess.run(cmd, cwd=probe, env=env, capture_output=True, check=True, timeout=120)
         span = time.monotonic() - t0
+        # a first cycle that cannot read GitHub leaves the page blocked; the first cycle that
+        # completes during the trials then moves it to ready-to-test: one comment, exactly once
+        gh.fail("GET", r"^/repos/", status=500, times=-1)
+        subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120)
+        gh.clear_faults()
         for _ in range(TRIALS):
             proc = subprocess.Popen(
                 cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -76,11 +100,17 @@ def test_sigkill_at_random_moments(tmp_path):
                 completed += 1
             proc.wait(timeout=60)
             check_consistent(tmp_path)
+            check_comments(gh)
         final = subprocess.run(
             cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
         )
+        check_comments(gh)
+        markers = [c["body"].splitlines()[0] for c in gh.comments(*TRACKING)]
     assert final.returncode == 0, final.stderr
     check_consistent(tmp_path)
+    # the sticky comment and the page's ready-to-test announcement, each exactly once, none lost
+    assert sum("watcher:status" in m for m in markers) == 1, markers
+    assert sum("watcher:event" in m for m in markers) == 1, markers
     assert killed >= TRIALS // 3, (killed, completed)  # the kills really landed mid-cycle
     status = json.loads((tmp_path / "site" / "status.json").read_text())
     assert {i["id"]: i["state"] for i in status["items"]}["vllm-40361"] == "closed"
