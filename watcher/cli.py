@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -207,6 +208,46 @@ def status(config_path: str, as_json: bool) -> None:
         if r[0].isupper():
             click.echo("")
         click.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}")
+
+
+@cli.command()
+@click.argument("recipe_id")
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the result document to stdout.")
+@click.option(
+    "--any-hardware",
+    is_flag=True,
+    help="Run even without the target GPU; the result is marked off-target and validates nothing.",
+)
+@click.option("--run-id", help="Use this run id (the GitHub Actions workflow passes its own).")
+def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, run_id) -> None:
+    """Smoke-test one recipe on this host: launch, probe, tear down, classify, store the result.
+
+    Exits 0 when the run passed, 1 when it did not (failed, timeout, error, skipped), 2 for a
+    usage or config error. The log goes to <data_dir>/smoke/<run_id>.log.
+
+    Example: watcher smoke sglang-nospec-tp1 --config watch.toml --json
+    """
+    from watcher.smoke import recipe_or_error, record_run, run_recipe
+    from watcher.store import Store
+
+    cfg = _config(config_path)
+    recipe = recipe_or_error(cfg, recipe_id)
+    if run_id is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$", run_id):
+        raise click.UsageError(f"--run-id {run_id!r}: use letters, digits, '.', '_' or '-'")
+    doc = run_recipe(cfg, recipe, any_hardware=any_hardware, run_id=run_id)
+    store = Store(cfg.db_path)
+    try:
+        record_run(store, doc)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        click.echo(f"{doc['run_id']}: {doc['outcome']} — {doc['reason']}")
+        if doc.get("log_path"):
+            click.echo(f"log: {doc['log_path']}")
+    sys.exit(0 if doc["outcome"] == "passed" else 1)
 
 
 def main() -> None:
