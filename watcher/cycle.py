@@ -48,6 +48,7 @@ class CycleReport:
     status: dict[str, Any] = field(default_factory=dict)
     offline_note: str | None = None
     duration_s: float = 0.0
+    smoke_runs: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         s = self.stats
@@ -361,6 +362,8 @@ def _cycle(
             ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
             report.events.extend(record_transitions(store, cycle_id, ev, at))
             # Smoke triggers (issue: smoke runner) plug in here: they may add runs and re-evaluate.
+            if not no_smoke and not offline:
+                ev = _smoke_hook(cfg, store, ev, report, now, at, None if own_client else client)
             report.pages = render_pages(cfg, store, ev, at, report.offline_note, write=write)
             doc = status_document(
                 cfg,
@@ -393,6 +396,30 @@ def _cycle(
         return report
     finally:
         store.close()
+
+
+def _smoke_hook(
+    cfg: Config,
+    store: Store,
+    ev: Evaluation,
+    report: CycleReport,
+    now: datetime,
+    at: str,
+    client: GitHubClient | None,
+) -> Evaluation:
+    """Run or dispatch the smoke tests that are due; if any ran, evaluate and record again."""
+    from watcher.trigger import run_triggers
+
+    docs, smoke_events = run_triggers(
+        cfg, store, ev, report.events, now, cycle_id=report.cycle_id, at=at, client=client
+    )
+    if not docs:
+        return ev
+    report.smoke_runs.extend(docs)
+    report.events.extend(smoke_events)
+    ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+    report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    return ev
 
 
 def _cycle_row(store: Store, cycle_id: int, report: CycleReport, started: float) -> dict[str, Any]:

@@ -448,6 +448,39 @@ def _term_raises():
         signal.signal(signal.SIGTERM, old)
 
 
+def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> dict[str, Any]:
+    """The result document's shape, before anything happened (outcome `error`)."""
+    return {
+        "run_id": run_id,
+        "recipe": recipe.id,
+        "backend": "local",
+        "outcome": "error",
+        "signature": None,
+        "blockers_reproduced": [],
+        "reason": "",
+        "hardware": {"gpus": [], "matches_target": False},
+        "engine_version": None,
+        "metrics": {
+            "startup_s": None,
+            "ttft_s": None,
+            "decode_tokens_per_s": None,
+            "accept_length": None,
+        },
+        "stage_reached": "launch",
+        "excerpt": None,
+        "log_path": None,
+        "started_at": started_at or iso(utcnow()),
+        "finished_at": None,
+    }
+
+
+def error_doc(recipe: Recipe, run_id: str, reason: str, backend: str = "local") -> dict[str, Any]:
+    """A run that could not happen (the backend failed): recorded, never validating."""
+    doc = base_doc(recipe, run_id)
+    doc.update(backend=backend, reason=redact(reason), finished_at=iso(utcnow()))
+    return doc
+
+
 def run_recipe(
     cfg: Config,
     recipe: Recipe,
@@ -462,32 +495,12 @@ def run_recipe(
     started_at = iso(utcnow())
     reading = reading if reading is not None else read_gpus()
     gate = check_hardware(recipe.hardware, reading)
-    doc: dict[str, Any] = {
-        "run_id": run_id,
-        "recipe": recipe.id,
-        "backend": "local",
-        "outcome": "error",
-        "signature": None,
-        "blockers_reproduced": [],
-        "reason": "",
-        "hardware": {
-            "gpus": [g.as_dict() for g in reading.gpus],
-            "matches_target": gate.matches_target,
-            "source": reading.source,
-            "reason": gate.reason,
-        },
-        "engine_version": None,
-        "metrics": {
-            "startup_s": None,
-            "ttft_s": None,
-            "decode_tokens_per_s": None,
-            "accept_length": None,
-        },
-        "stage_reached": "launch",
-        "excerpt": None,
-        "log_path": None,
-        "started_at": started_at,
-        "finished_at": None,
+    doc = base_doc(recipe, run_id, started_at)
+    doc["hardware"] = {
+        "gpus": [g.as_dict() for g in reading.gpus],
+        "matches_target": gate.matches_target,
+        "source": reading.source,
+        "reason": gate.reason,
     }
     if not gate.matches_target and not any_hardware:
         doc["outcome"] = "skipped"
