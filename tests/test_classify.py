@@ -107,7 +107,8 @@ def test_match_across_block_edges_and_line_numbers():
     lines[1501] = "  divisible by tile_n_size = 64"
     text = "\n".join(lines) + "\n"
     for size in (7, 64, 1000, len(text)):
-        blocks = [text[i : i + size] for i in range(0, len(text), size)]
+        data = text.encode()
+        blocks = [data[i : i + size] for i in range(0, len(data), size)]
         finding = C.scan_blocks(blocks)
         assert finding is not None and finding.id == "marlin-tile-n", size
         assert finding.line_no == 1501, size

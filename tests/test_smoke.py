@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -303,3 +305,31 @@ def test_cli_smoke_as_a_subprocess_passes_off_target(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["outcome"] == "passed"
     assert doc["hardware"]["matches_target"] is False
+
+
+def test_sigterm_to_watcher_still_tears_the_run_down(tmp_path):
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--mode", "hang", "--children", "2", "--pid-file", str(pid_file)),
+        startup_timeout=60,
+        stop_timeout=1,
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH="/usr/bin:/bin")
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--any-hardware", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while len(pids_from(pid_file)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = pids_from(pid_file)
+    assert len(pids) == 3 and all(alive(p) for p in pids)
+    watcher.send_signal(signal.SIGTERM)
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode != 0
+    assert [p for p in pids if alive(p)] == [], err

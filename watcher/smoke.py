@@ -366,7 +366,7 @@ def _engine_info(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
 def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
     """Ask the running engine the questions that make a recipe 'work'."""
     p = Probe()
-    with httpx.Client(base_url=base_url, timeout=timeout) as client:
+    with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
         try:
             _models(client, p, recipe.model)
             _known_answer(client, p, recipe)
@@ -412,7 +412,7 @@ def wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> _Wait:
     started = time.monotonic()
     deadline = started + timeout
     interval = 0.1
-    with httpx.Client(timeout=5.0) as client:
+    with httpx.Client(timeout=5.0, trust_env=False) as client:
         while True:
             if proc.poll() is not None:
                 return _Wait("died", time.monotonic() - started, proc.returncode)
