@@ -12,6 +12,7 @@ from watcher.cycle import run_cycle
 from watcher.dispatch import dispatch_and_wait
 from watcher.evaluate import evaluate
 from watcher.github import GitHubClient
+from watcher.smoke import record_run
 from watcher.store import Store, iso
 from watcher.trigger import due_recipes, run_triggers
 
@@ -374,3 +375,67 @@ def test_check_now_runs_the_recipe_when_the_page_becomes_ready(tmp_path, fake_gi
         store.close()
     again = cycle()  # nothing changed, validation is fresh: no run
     assert again.smoke_runs == []
+
+
+# ---------------------------------------------------------------- the verdict on SGLANG.md
+
+
+def sglang_cfg(tmp_path):
+    path = tmp_path / "watch.toml"
+    path.write_text((REPO / "watch.toml").read_text())
+    return load_config(path)
+
+
+def seed_runs(cfg, docs):
+    store = Store(cfg.db_path)
+    try:
+        for d in docs:
+            record_run(store, d)
+    finally:
+        store.close()
+
+
+def test_sglang_page_shows_the_classified_failure_with_a_redacted_excerpt(tmp_path):
+    cfg = sglang_cfg(tmp_path)
+    doc = run_doc("crash-1", outcome="failed")
+    doc.update(
+        recipe="sglang-nospec-tp1",
+        signature="marlin-tile-n",
+        blockers_reproduced=["marlin-pad"],
+        reason="exited with code 1 before becoming ready. marlin-tile-n (upstream failure)",
+        excerpt="HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz\n"
+        "RuntimeError: size_n = 96 is not divisible by tile_n_size = 64",
+    )
+    seed_runs(cfg, [doc])
+    run_cycle(cfg, offline=True)
+    text = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
+    store = Store(cfg.db_path)
+    try:
+        assert store.statuses()["blocker:marlin-pad"]["status"] == "reproduces"
+    finally:
+        store.close()
+    assert "hf_abc" not in text and "[redacted]" in text
+    assert "`crash-1`" in text and "**failed** (`marlin-tile-n`)" in text
+    assert "size_n = 96 is not divisible by tile_n_size = 64" in text
+
+
+def test_sglang_page_shows_the_validated_recipe_with_its_numbers(tmp_path):
+    cfg = sglang_cfg(tmp_path)
+    doc = run_doc("pass-1")
+    doc.update(
+        recipe="sglang-nospec-tp1",
+        hardware={
+            "gpus": [{"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576}],
+            "matches_target": True,
+        },
+        engine_version="0.5.9",
+        metrics={"startup_s": 81.0, "ttft_s": 0.12, "decode_tokens_per_s": 38.5,
+                 "accept_length": None},
+        reason="passed: ready in 81 s, decode 38.5 tok/s",
+    )  # fmt: skip
+    seed_runs(cfg, [doc])
+    report = run_cycle(cfg, offline=True)
+    assert report.pages["sglang"]["status"] == "validated"
+    text = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
+    assert "## Recipe — validated" in text
+    assert "0.5.9" in text and "decode 38.5 tok/s" in text and "TTFT 0.12 s" in text

@@ -499,9 +499,8 @@ def run_recipe(
     doc["hardware"] = {
         "gpus": [g.as_dict() for g in reading.gpus],
         "matches_target": gate.matches_target,
-        "source": reading.source,
-        "reason": gate.reason,
     }
+    log.info("smoke %s: %s (read with %s)", run_id, gate.reason, reading.source)
     if not gate.matches_target and not any_hardware:
         doc["outcome"] = "skipped"
         doc["reason"] = redact(
@@ -644,14 +643,19 @@ def _verdict(
 # ---------------------------------------------------------------- storing
 
 
+def run_message(doc: dict[str, Any]) -> str:
+    """The one-line event message for a run, as the page's change list shows it."""
+    off = "" if (doc.get("hardware") or {}).get("matches_target") else " (off-target)"
+    sig = f" ({doc['signature']})" if doc.get("signature") else ""
+    return f"smoke run {doc['run_id']} of {doc['recipe']}: {doc['outcome']}{sig}{off}"
+
+
 def record_run(
     store: Store, doc: dict[str, Any], cycle_id: int | None = None, at: str | None = None
 ) -> int:
     """Store the result and one `smoke` event (subject: the recipe) for the page's change list."""
     store.add_smoke_run(doc)
-    off = "" if (doc.get("hardware") or {}).get("matches_target") else " (off-target)"
-    sig = f" ({doc['signature']})" if doc.get("signature") else ""
-    message = f"smoke run {doc['run_id']} of {doc['recipe']}: {doc['outcome']}{sig}{off}"
+    message = run_message(doc)
     return store.add_event(
         at or doc.get("finished_at") or iso(utcnow()),
         cycle_id,

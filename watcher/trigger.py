@@ -131,7 +131,7 @@ def run_triggers(
 
     One failing run never stops the others: a runner exception becomes an `error` document.
     """
-    from watcher.smoke import error_doc, new_run_id, record_run
+    from watcher.smoke import error_doc, new_run_id, record_run, run_message
 
     due = due_recipes(cfg, store, ev, events, now)
     if not due:
@@ -163,6 +163,7 @@ def run_triggers(
             log.exception("smoke: %s failed to run", recipe.id)
             doc = error_doc(recipe, run_id, f"{type(e).__name__}: {e}")
         doc["trigger"] = d.reasons
+        log.info("smoke: %s: %s — %s", doc["run_id"], doc["outcome"], doc.get("reason"))
         eid = record_run(store, doc, cycle_id, at)
         docs.append(doc)
         smoke_events.append(
@@ -172,7 +173,7 @@ def run_triggers(
                 "subject": recipe.id,
                 "old": None,
                 "new": doc["outcome"],
-                "message": f"smoke run {doc['run_id']} of {recipe.id}: {doc['outcome']}",
+                "message": run_message(doc),
             }
         )
     return docs, smoke_events
