@@ -3,8 +3,8 @@
     python bench/classifier.py [--size-mb 1024]
 
 The log is generated in a temporary folder (deleted afterwards): realistic SGLang-style lines,
-with (a) no failure at all (the worst case: every family scans the whole file) and (b) one
-`cuda-oom` line at the very end (a late, low-priority family). Peak memory is the scanning child
+with no failure at all (every family scans the whole file), one failure line at the very end,
+and a pathological log where every line holds a family's keyword (the regex runs on each). Peak memory is the scanning child
 process's maximum resident set size, so a classifier that read the whole log would show ~1 GB.
 """
 
@@ -41,8 +41,11 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, f.id if f else "-"
 """
 
 
-def generate(path: Path, size: int, tail: str | None) -> None:
-    block = "".join(LINES[i % len(LINES)].format(s=i % 60) + "\n" for i in range(4000))
+DENSE = "[2026-11-30 12:00:{s:02d} TP0] Memory pool end. avail mem=5.12 GB, not found in cache"
+
+
+def generate(path: Path, size: int, tail: str | None, lines=LINES) -> None:
+    block = "".join(lines[i % len(lines)].format(s=i % 60) + "\n" for i in range(4000))
     data = block.encode()
     with open(path, "wb") as f:
         written = 0
@@ -71,12 +74,17 @@ def main() -> None:
     print(f"{'case':<28} {'size MB':>8} {'seconds':>8} {'MB/s':>8} {'peak RSS MiB':>13}  found")
     with tempfile.TemporaryDirectory(prefix="watcher-bench-") as tmp:
         log = Path(tmp) / "engine.log"
-        for case, tail in (
-            ("no failure (worst case)", None),
-            ("cuda-oom on the last line", "torch.OutOfMemoryError: CUDA out of memory."),
-            ("marlin-tile-n on last line", "size_n = 96 is not divisible by tile_n_size = 64"),
+        for case, tail, lines in (
+            ("no failure", None, LINES),
+            ("cuda-oom on the last line", "torch.OutOfMemoryError: CUDA out of memory.", LINES),
+            (
+                "marlin-tile-n on last line",
+                "size_n = 96 is not divisible by tile_n_size = 64",
+                LINES,
+            ),
+            ("keyword on every line", None, [DENSE]),
         ):
-            generate(log, size, tail)
+            generate(log, size, tail, lines)
             mb = os.path.getsize(log) / 1e6
             dt, rss, found = scan(log)
             print(f"{case:<28} {mb:>8.0f} {dt:>8.2f} {mb / dt:>8.1f} {rss / 1024:>13.1f}  {found}")

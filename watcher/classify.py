@@ -133,21 +133,28 @@ class Classifier:
                 return None
             start = len(text[: m.start()].encode())
             return start, start + len(m.group(0).encode())
-        best = None
+        # windows of lines around every keyword hit, merged, so a dense log costs one regex pass
+        spans = []
         for kw in keywords:
             pos = low.find(kw)
-            while pos >= 0 and (best is None or pos < best[0]):
-                lo = _back(data, pos, WINDOW_LINES)
+            while pos >= 0:
                 hi = _forward(data, pos + len(kw), WINDOW_LINES)
-                window = _decode(data[lo:hi])
-                m = rx.search(window)
-                if m:
-                    start = lo + len(window[: m.start()].encode())
-                    span = (start, start + len(m.group(0).encode()))
-                    best = span if best is None or span[0] < best[0] else best
-                    break
-                pos = low.find(kw, max(hi, pos + 1))
-        return best
+                spans.append((_back(data, pos, WINDOW_LINES), hi))
+                pos = low.find(kw, hi)
+        spans.sort()
+        merged: list[list[int]] = []
+        for lo, hi in spans:
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        for lo, hi in merged:
+            window = _decode(data[lo:hi])
+            m = rx.search(window)
+            if m:
+                start = lo + len(window[: m.start()].encode())
+                return start, start + len(m.group(0).encode())
+        return None
 
     def scan_blocks(self, blocks: Iterable[bytes]) -> Finding | None:
         best: Finding | None = None
