@@ -160,6 +160,12 @@ def test_children_ignoring_sigterm_are_killed_and_nothing_is_left(tmp_path):
     assert group_members(pids[0]) == []  # the engine's whole process group is gone, too
 
 
+def test_thinking_model_is_asked_not_to_think(tmp_path):
+    cfg_path = write_config(tmp_path, engine_command("--thinking", "--ready-delay", "0.3"))
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+
+
 def test_broken_spec_decode_accept_length_one_fails(tmp_path):
     cfg_path = write_config(
         tmp_path,

@@ -45,6 +45,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--version", dest="engine_version", default="0.0.0-fake")
     p.add_argument("--served-model-name", default="fake-model")
     p.add_argument("--pid-file", help="append this process's and its children's pids here")
+    p.add_argument(
+        "--thinking",
+        action="store_true",
+        help="act like a thinking model: spend max_tokens in <think> unless the request's "
+        "chat_template_kwargs say enable_thinking: false",
+    )
     args, _unknown = p.parse_known_args(argv)
     return args
 
@@ -118,6 +124,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._stream(req)
         prompt = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
         text = a.answer if "capital" in prompt.lower() else " ".join(WORDS)
+        if req.get("temperature", 1.0) != 0:
+            text = "Lyon, probably."  # sampling: the known answer is not guaranteed
+        thinking = (req.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+        if a.thinking and thinking:
+            limit = int(req.get("max_tokens") or 16)
+            text = "<think> " + " ".join((WORDS * 10)[: max(limit - 1, 0)])
         return self._json(
             {
                 "id": "chatcmpl-fake",

@@ -41,6 +41,9 @@ OUTCOMES = ("passed", "failed", "timeout", "error", "skipped")
 DECODE_PROMPT = "Count upward from one in English words, one word per number, without stopping."
 DECODE_TOKENS = 128
 SPEC_BROKEN_BELOW = 1.1  # an accept length this close to 1.0 means no draft token is ever kept
+# Thinking models (Qwen3) would spend a short max_tokens inside <think>; templates that do not
+# know the flag ignore it.
+NO_THINKING = {"enable_thinking": False}
 KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the kernel to reap
 
 
@@ -235,6 +238,7 @@ def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
         "messages": [{"role": "user", "content": recipe.checks.prompt}],
         "temperature": 0,
         "max_tokens": recipe.checks.max_tokens,
+        "chat_template_kwargs": NO_THINKING,
     }
     r = client.post("/v1/chat/completions", json=body)
     if r.status_code != 200:
@@ -255,6 +259,7 @@ def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
         "temperature": 0,
         "max_tokens": DECODE_TOKENS,
         "ignore_eos": True,
+        "chat_template_kwargs": NO_THINKING,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
