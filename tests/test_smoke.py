@@ -293,6 +293,10 @@ def test_cli_smoke_stores_the_run_and_exits_by_outcome(tmp_path, monkeypatch):
         store.close()
     bad = CliRunner().invoke(cli, ["smoke", "nope", "--config", str(cfg_path)])
     assert bad.exit_code == 2 and "no recipe 'nope'" in bad.output
+    bad_id = CliRunner().invoke(
+        cli, ["smoke", "fake-tp1", "--config", str(cfg_path), "--run-id", "../x"]
+    )
+    assert bad_id.exit_code == 2 and "--run-id" in bad_id.output
 
 
 def test_cli_smoke_as_a_subprocess_passes_off_target(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -236,18 +237,23 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
     if run_id is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$", run_id):
         raise click.UsageError(f"--run-id {run_id!r}: use letters, digits, '.', '_' or '-'")
     doc = run_recipe(cfg, recipe, any_hardware=any_hardware, run_id=run_id)
-    store = Store(cfg.db_path)
-    try:
-        record_run(store, doc)
-    finally:
-        store.close()
+    stored = True
+    try:  # the verdict is printed even if the database is busy (a long cycle holds its lock)
+        store = Store(cfg.db_path)
+        try:
+            record_run(store, doc)
+        finally:
+            store.close()
+    except (WatcherError, sqlite3.Error) as e:
+        stored = False
+        click.echo(f"warning: the result was not stored in {cfg.db_path}: {e}", err=True)
     if as_json:
         click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
     else:
         click.echo(f"{doc['run_id']}: {doc['outcome']} — {doc['reason']}")
         if doc.get("log_path"):
             click.echo(f"log: {doc['log_path']}")
-    sys.exit(0 if doc["outcome"] == "passed" else 1)
+    sys.exit(0 if doc["outcome"] == "passed" and stored else 1)
 
 
 def main() -> None:
