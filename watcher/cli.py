@@ -132,6 +132,8 @@ def check_now(
     for page_id, p in report.pages.items():
         verb = "wrote" if p["written"] else "unchanged"
         click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
+    for run in report.smoke_runs:
+        click.echo(f"smoke {run['run_id']}: {run['outcome']} — {run.get('reason') or ''}")
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
 
 
