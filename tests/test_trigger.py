@@ -4,9 +4,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from click.testing import CliRunner
 from smokekit import REPO, RTX3090, engine_command, fake_nvidia_smi, free_port, with_path
 
 from watcher import dispatch
+from watcher.cli import cli
 from watcher.config import load_config, parse_config
 from watcher.cycle import run_cycle
 from watcher.dispatch import dispatch_and_wait
@@ -439,3 +441,23 @@ def test_sglang_page_shows_the_validated_recipe_with_its_numbers(tmp_path):
     text = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
     assert "## Recipe — validated" in text
     assert "0.5.9" in text and "decode 38.5 tok/s" in text and "TTFT 0.12 s" in text
+
+
+def test_check_now_cli_prints_the_run_it_made(tmp_path, fake_github, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_nvidia_smi(bin_dir, [RTX3090])
+    with_path(monkeypatch, bin_dir)
+    monkeypatch.setenv("WATCHER_GPU_SOURCE", "nvidia-smi")
+    monkeypatch.setenv("GITHUB_API_URL", fake_github.url)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    fake_github.add_pull("up/eng", 1, title="Fix the loader", merged=True)
+    fake_github.add_issue("up/eng", 2, title="Context")
+    fake_github.add_issue("up/other", 3, title="Other")
+    cfg = make_cfg(tmp_path, command=engine_command("--ready-delay", "0.3"))
+    result = CliRunner().invoke(cli, ["check-now", "--config", str(cfg.path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "p1: validated — wrote" in lines[0]
+    assert lines[1].startswith("smoke r1-") and ": passed — passed: ready in" in lines[1]
+    again = CliRunner().invoke(cli, ["check-now", "--config", str(cfg.path), "--no-smoke"])
+    assert "smoke " not in again.stdout
