@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -143,6 +145,8 @@ def check_now(
         click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
     if report.site_error:
         click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
+    for run in report.smoke_runs:
+        click.echo(f"smoke {run['run_id']}: {run['outcome']} — {run.get('reason') or ''}")
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
     if not report.site_error:
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
@@ -328,6 +332,51 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
         click.echo(f"error: {err}", err=True)
     if result.errors and not result.dry_run:
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("recipe_id")
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the result document to stdout.")
+@click.option(
+    "--any-hardware",
+    is_flag=True,
+    help="Run even without the target GPU; the result is marked off-target and validates nothing.",
+)
+@click.option("--run-id", help="Use this run id (the GitHub Actions workflow passes its own).")
+def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, run_id) -> None:
+    """Smoke-test one recipe on this host: launch, probe, tear down, classify, store the result.
+
+    Exits 0 when the run passed, 1 when it did not (failed, timeout, error, skipped), 2 for a
+    usage or config error. The log goes to <data_dir>/smoke/<run_id>.log.
+
+    Example: watcher smoke sglang-nospec-tp1 --config watch.toml --json
+    """
+    from watcher.smoke import recipe_or_error, record_run, run_recipe
+    from watcher.store import Store
+
+    cfg = _config(config_path)
+    recipe = recipe_or_error(cfg, recipe_id)
+    if run_id is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$", run_id):
+        raise click.UsageError(f"--run-id {run_id!r}: use letters, digits, '.', '_' or '-'")
+    doc = run_recipe(cfg, recipe, any_hardware=any_hardware, run_id=run_id)
+    stored = True
+    try:  # the verdict is printed even if the database is busy (a long cycle holds its lock)
+        store = Store(cfg.db_path)
+        try:
+            record_run(store, doc)
+        finally:
+            store.close()
+    except (WatcherError, sqlite3.Error) as e:
+        stored = False
+        click.echo(f"warning: the result was not stored in {cfg.db_path}: {e}", err=True)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        click.echo(f"{doc['run_id']}: {doc['outcome']} — {doc['reason']}")
+        if doc.get("log_path"):
+            click.echo(f"log: {doc['log_path']}")
+    sys.exit(0 if doc["outcome"] == "passed" and stored else 1)
 
 
 def main() -> None:

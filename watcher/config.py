@@ -148,6 +148,7 @@ class Recipe:
     host_port: int | None = None
     ready_path: str = ""
     startup_timeout: float = 900.0
+    stop_timeout: float = 30.0  # SIGTERM -> SIGKILL grace at teardown
     spec_decode: bool = False
     hardware: Hardware = field(default_factory=Hardware)
     checks: Checks = field(default_factory=Checks)
@@ -493,6 +494,7 @@ def _recipe(r: _Reader) -> Recipe:
         host_port=r.get("host_port", int),
         ready_path=r.get("ready_path", str, DEFAULT_READY_PATH[engine]),
         startup_timeout=r.duration("startup_timeout", 900.0),
+        stop_timeout=r.duration("stop_timeout", 30.0),
         spec_decode=r.get("spec_decode", bool, False),
         hardware=hw,
         checks=ch,

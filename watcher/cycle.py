@@ -51,6 +51,7 @@ class CycleReport:
     duration_s: float = 0.0
     site_error: str | None = None
     notify: dict[str, Any] | None = None  # what the comment step did (None: it did not run)
+    smoke_runs: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         s = self.stats
@@ -365,7 +366,11 @@ def _cycle(
             ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
             quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
             report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
-            # Smoke triggers (issue: smoke runner) plug in here: they may add runs and re-evaluate.
+        # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
+        # readers and `watcher smoke` are never locked out; each result is stored as it lands.
+        if write and not no_smoke and not offline:
+            ev = _smoke_hook(cfg, store, ev, report, now, at, None if own_client else client)
+        with store.transaction():
             report.pages = render_pages(cfg, store, ev, at, report.offline_note, write=write)
             doc = status_document(
                 cfg,
@@ -424,6 +429,31 @@ def _build_site(
         log.error("status site not rebuilt (the previous one stays): %s", e, exc_info=True)
         return f"{type(e).__name__}: {e}"
     return None
+
+
+def _smoke_hook(
+    cfg: Config,
+    store: Store,
+    ev: Evaluation,
+    report: CycleReport,
+    now: datetime,
+    at: str,
+    client: GitHubClient | None,
+) -> Evaluation:
+    """Run or dispatch the smoke tests that are due; if any ran, evaluate and record again."""
+    from watcher.trigger import run_triggers
+
+    docs, smoke_events = run_triggers(
+        cfg, store, ev, report.events, now, cycle_id=report.cycle_id, at=at, client=client
+    )
+    if not docs:
+        return ev
+    report.smoke_runs.extend(docs)
+    report.events.extend(smoke_events)
+    with store.transaction():
+        ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+        report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    return ev
 
 
 def _cycle_row(store: Store, cycle_id: int, report: CycleReport, started: float) -> dict[str, Any]:

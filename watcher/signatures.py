@@ -11,13 +11,13 @@ from watcher.config import Signature
 BUILTIN: tuple[Signature, ...] = (
     Signature(
         id="marlin-tile-n",
-        pattern=r"(size_n|size_k)\s*=\s*\d+\s+is\s+not\s+divisible\s+by\s+(tile_n_size|tile_k_size|min_thread_n|min_thread_k)\s*=\s*\d+",
+        pattern=r"\b(size_[nk]|(?:output|input)_size_per_partition)\s*[=:]\s*\d+\s*,?\s+is\s+not\s+divisible\s+by\s+(tile_[nk]_size|min_thread_[nk])\s*[=:]\s*\d+",
         description="Marlin int4 kernel rejects a weight shard whose size is not a multiple of its tile",
         kind="upstream",
     ),
     Signature(
         id="mamba-extra-buffer",
-        pattern=r"--mamba-scheduler-strategy\s+extra_buffer",
+        pattern=r"(--mamba-scheduler-strategy|mamba_scheduler_strategy)\s*(=\s*|\s+)[`'\"]?extra_buffer\b",
         description="SGLang asks for --mamba-scheduler-strategy extra_buffer: a launch flag to add, not an upstream bug",
         kind="config",
     ),
@@ -29,7 +29,7 @@ BUILTIN: tuple[Signature, ...] = (
     ),
     Signature(
         id="nccl",
-        pattern=r"(?i)\bNCCL\b.*\b(error|failure|failed|unhandled|timeout|WARN)\b|ncclInternalError|ncclUnhandledCudaError|ncclSystemError",
+        pattern=r"(?i)\bNCCL\s+(error|failure)\b|\bnccl(InternalError|UnhandledCudaError|SystemError|InvalidUsage|RemoteError)\b|NCCL\s+communicator\s+was\s+aborted|ProcessGroupNCCL\W.*\b(timed\s+out|timeout|error)\b|Watchdog\s+caught\s+collective\s+operation\s+timeout",
         description="NCCL communication failure (often wraps an out-of-memory)",
         kind="environment",
     ),

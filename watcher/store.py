@@ -440,6 +440,12 @@ class Store(CommentStore):
             ),
         )
 
+    def count_smoke_runs_since(self, at: str) -> int:
+        """Runs started at or after `at` (the daily budget counts these)."""
+        return self.db.execute(
+            "SELECT COUNT(*) FROM smoke_runs WHERE started_at >= ?", (at,)
+        ).fetchone()[0]
+
     def smoke_runs(
         self, recipe: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:

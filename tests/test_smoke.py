@@ -1,0 +1,345 @@
+"""The smoke runner against the fake engine: outcomes, signatures, metrics, nothing left behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+from smokekit import (
+    REPO,
+    RTX3090,
+    alive,
+    engine_command,
+    fake_docker,
+    fake_nvidia_smi,
+    group_members,
+    with_path,
+    write_config,
+)
+from test_classify import FAMILIES, MARLIN
+
+from watcher.cli import cli
+from watcher.config import load_config
+from watcher.hardware import Gpu, GpuReading
+from watcher.smoke import accept_from_metrics, build_argv, parse_metrics, run_recipe
+from watcher.store import Store
+
+ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
+OFF_TARGET = GpuReading((), "none", "no GPU")
+
+
+def run(cfg_path, reading=ON_TARGET, **kw):
+    cfg = load_config(cfg_path)
+    return cfg, run_recipe(cfg, cfg.recipes[0], reading=reading, **kw)
+
+
+def pids_from(path):
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_ready_engine_passes_with_metrics(tmp_path):
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--ready-delay", "0.5", "--accept-length", "2.4", "--version", "0.5.9"),
+        spec_decode=True,
+        checks="min_decode_tokens_per_s = 5.0\nmin_accept_length = 1.5",
+    )
+    cfg, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert doc["stage_reached"] == "passed"
+    assert doc["signature"] is None and doc["blockers_reproduced"] == []
+    assert doc["hardware"]["matches_target"] is True
+    assert doc["engine_version"] == "0.5.9"
+    m = doc["metrics"]
+    assert 0.4 < m["startup_s"] < 10
+    assert 0 < m["ttft_s"] < 5
+    assert m["decode_tokens_per_s"] > 5
+    assert m["accept_length"] == 2.4
+    assert doc["teardown"]["leftovers"] == [] and doc["teardown"]["killed"] is False
+    log = open(doc["log_path"]).read()
+    assert "fired up and ready to roll" in log and "GET /v1/models" in log
+    assert doc["log_path"] == str(cfg.data_dir / "smoke" / f"{doc['run_id']}.log")
+    assert set(doc) >= {
+        "run_id",
+        "recipe",
+        "outcome",
+        "signature",
+        "blockers_reproduced",
+        "reason",
+        "hardware",
+        "engine_version",
+        "metrics",
+        "log_path",
+        "started_at",
+        "finished_at",
+        "stage_reached",
+        "excerpt",
+    }
+
+
+CRASH_LOGS = {
+    **FAMILIES,
+    "marlin-tile-n": "\n".join(
+        [
+            "[2026-11-30 12:00:01 TP0] Load weight begin. avail mem=23.12 GB",
+            "Traceback (most recent call last):",
+            '  File "marlin_utils.py", line 120, in check_marlin_supports_shape',
+            MARLIN[0],
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(CRASH_LOGS))
+def test_crash_is_classified(tmp_path, family):
+    log_file = tmp_path / "failure.log"
+    log_file.write_text(CRASH_LOGS[family] + "\n")
+    cfg_path = write_config(
+        tmp_path, engine_command("--mode", "crash", "--log-file", str(log_file), "--exit-code", "3")
+    )
+    cfg, doc = run(cfg_path)
+    assert doc["outcome"] == "failed"
+    assert doc["signature"] == family
+    assert doc["stage_reached"] == "launch"
+    assert doc["exit_code"] == 3
+    assert "exited with code 3 before becoming ready" in doc["reason"]
+    assert CRASH_LOGS[family].splitlines()[-1][:60] in doc["excerpt"]
+    expected = {"marlin-tile-n": ["marlin-pad"], "spec-decode-hybrid": ["deltanet-rollback"]}
+    assert doc["blockers_reproduced"] == expected.get(family, [])
+    if family == "mamba-extra-buffer":
+        assert "config problem in the recipe, not an upstream blocker" in doc["reason"]
+
+
+def test_crash_without_signature_keeps_the_tail_and_redacts_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "s3cr3t-token-value")
+    text = (
+        "loading\nusing HF_TOKEN hf_abcdefghijklmnopqrstuvwxyz0123\nsaw s3cr3t-token-value\nbye\n"
+    )
+    cfg_path = write_config(tmp_path, engine_command("--mode", "crash", "--log-text", text))
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "failed" and doc["signature"] is None
+    assert "No known failure signature" in doc["reason"]
+    assert "bye" in doc["excerpt"] and "[redacted]" in doc["excerpt"]
+    assert "hf_abc" not in doc["excerpt"] and "s3cr3t" not in doc["excerpt"]
+
+
+def test_hang_times_out_as_hang(tmp_path):
+    cfg_path = write_config(
+        tmp_path, engine_command("--mode", "hang", "--children", "1"), startup_timeout=1.5
+    )
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "timeout"
+    assert doc["signature"] == "hang"
+    assert doc["stage_reached"] == "launch"
+    assert "neither ready nor dead" in doc["reason"]
+    assert doc["teardown"]["leftovers"] == []
+
+
+def test_children_ignoring_sigterm_are_killed_and_nothing_is_left(tmp_path):
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        engine_command(
+            "--mode", "ignore-term", "--children", "3", "--ready-delay", "0.3",
+            "--pid-file", str(pid_file),
+        ),
+        stop_timeout=0.5,
+    )  # fmt: skip
+    _, doc = run(cfg_path)
+    pids = pids_from(pid_file)
+    assert len(pids) == 4  # the engine and its three children
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert doc["teardown"]["killed"] is True
+    assert doc["teardown"]["leftovers"] == []
+    assert "Needed SIGKILL" in doc["reason"]
+    assert [p for p in pids if alive(p)] == []
+    assert group_members(pids[0]) == []  # the engine's whole process group is gone, too
+
+
+def test_thinking_model_is_asked_not_to_think(tmp_path):
+    cfg_path = write_config(tmp_path, engine_command("--thinking", "--ready-delay", "0.3"))
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+
+
+def test_broken_spec_decode_accept_length_one_fails(tmp_path):
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--accept-length", "1.0", "--ready-delay", "0.3"),
+        spec_decode=True,
+    )
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "failed"
+    assert doc["stage_reached"] == "ready"
+    assert "silently broken" in doc["reason"]
+    assert doc["metrics"]["accept_length"] == 1.0
+
+
+def test_wrong_answer_and_slow_decode_fail_the_checks(tmp_path):
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--answer", "Lyon", "--tokens-per-s", "200", "--ready-delay", "0.3"),
+        checks="min_decode_tokens_per_s = 100000.0",
+    )
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "failed" and doc["stage_reached"] == "ready"
+    assert "expected 'Paris', got 'Lyon'" in doc["reason"]
+    assert "below the required 100000.0" in doc["reason"]
+
+
+def test_vllm_engine_reads_accept_length_from_spec_decode_counters(tmp_path):
+    cfg_path = write_config(
+        tmp_path,
+        engine_command(
+            "--metrics-style", "vllm", "--accept-length", "2.5", "--version", "0.24.0",
+            "--ready-delay", "0.3",
+        ),
+        engine="vllm",
+        spec_decode=True,
+    )  # fmt: skip
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert doc["metrics"]["accept_length"] == 2.5
+    assert doc["engine_version"] == "0.24.0"
+
+
+def test_metrics_parsing():
+    sg = parse_metrics('sglang:spec_accept_length{model_name="m"} 3.25\n# HELP x\n')
+    assert accept_from_metrics(sg) == 3.25
+    vl = parse_metrics(
+        'vllm:spec_decode_num_drafts_total{a="1"} 50\n'
+        'vllm:spec_decode_num_drafts_total{a="2"} 50\n'
+        "vllm:spec_decode_num_accepted_tokens_total 150\n"
+    )
+    assert accept_from_metrics(vl) == 2.5
+    assert accept_from_metrics({}) is None
+
+
+def test_command_that_cannot_start_is_an_error(tmp_path):
+    cfg_path = write_config(tmp_path, ["/nonexistent/engine", "--port", "{port}"])
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "error"
+    assert "cannot start '/nonexistent/engine'" in doc["reason"]
+
+
+def test_placeholders_are_substituted_per_argv_element(tmp_path):
+    cfg_path = write_config(
+        tmp_path,
+        ["docker", "run", "-p", "{port}:30000", "-v", "{model}:/model", "img", "--x", "{ a }"],
+        port=8100,
+    )
+    recipe = load_config(cfg_path).recipes[0]
+    argv = build_argv(recipe, "watcher-r1")
+    assert argv == [
+        "docker", "run", "--name", "watcher-r1", "-p", "8100:30000",
+        "-v", "/models/fake:/model", "img", "--x", "{ a }",
+    ]  # fmt: skip
+
+
+def test_docker_container_is_named_and_removed(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_docker(bin_dir)
+    with_path(monkeypatch, bin_dir)
+    state = tmp_path / "docker-state"
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        [
+            "docker", "run", "--rm", "--gpus", "all", "-p", "{port}:{port}", "fake/sglang:latest",
+            "python", "-m", "watcher.fakeengine", "--port", "{port}", "--ready-delay", "0.3",
+            "--pid-file", str(pid_file),
+        ],
+    )  # fmt: skip
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    name = f"watcher-{doc['run_id']}"
+    calls = [json.loads(x) for x in (state / "calls.jsonl").read_text().splitlines()]
+    assert calls[0][:3] == ["run", "--name", name]
+    assert ["rm", "-f", name] in calls
+    assert calls[-1][:2] == ["ps", "-a"]  # the leftover check asked docker
+    assert not (state / name).exists()
+    assert doc["teardown"]["container_removed"] is True
+    assert doc["teardown"]["leftovers"] == []
+    assert [p for p in pids_from(pid_file) if alive(p)] == []  # the "container" is gone
+
+
+def test_cli_smoke_stores_the_run_and_exits_by_outcome(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_nvidia_smi(bin_dir, [RTX3090])
+    with_path(monkeypatch, bin_dir)
+    monkeypatch.setenv("WATCHER_GPU_SOURCE", "nvidia-smi")
+    log_file = tmp_path / "failure.log"
+    log_file.write_text(CRASH_LOGS["marlin-tile-n"])
+    cfg_path = write_config(
+        tmp_path, engine_command("--mode", "crash", "--log-file", str(log_file))
+    )
+    result = CliRunner().invoke(
+        cli, ["smoke", "fake-tp1", "--config", str(cfg_path), "--json", "--run-id", "r-1"]
+    )
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert doc["run_id"] == "r-1" and doc["signature"] == "marlin-tile-n"
+    store = Store(tmp_path / "data" / "watcher.db")
+    try:
+        assert store.smoke_runs() == [doc]
+        (event,) = store.events()
+        assert event["kind"] == "smoke" and event["subject"] == "fake-tp1"
+    finally:
+        store.close()
+    bad = CliRunner().invoke(cli, ["smoke", "nope", "--config", str(cfg_path)])
+    assert bad.exit_code == 2 and "no recipe 'nope'" in bad.output
+    bad_id = CliRunner().invoke(
+        cli, ["smoke", "fake-tp1", "--config", str(cfg_path), "--run-id", "../x"]
+    )
+    assert bad_id.exit_code == 2 and "--run-id" in bad_id.output
+
+
+def test_cli_smoke_as_a_subprocess_passes_off_target(tmp_path):
+    cfg_path = write_config(tmp_path, engine_command("--ready-delay", "0.3"))
+    env = dict(os.environ, PYTHONPATH=str(REPO), WATCHER_GPU_SOURCE="nvidia-smi")
+    env["PATH"] = "/usr/bin:/bin"  # no nvidia-smi: no GPU
+    out = subprocess.run(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--json", "--any-hardware"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["outcome"] == "passed"
+    assert doc["hardware"]["matches_target"] is False
+
+
+def test_sigterm_to_watcher_still_tears_the_run_down(tmp_path):
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--mode", "hang", "--children", "2", "--pid-file", str(pid_file)),
+        startup_timeout=60,
+        stop_timeout=1,
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH="/usr/bin:/bin")
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--any-hardware", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while len(pids_from(pid_file)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = pids_from(pid_file)
+    assert len(pids) == 3 and all(alive(p) for p in pids)
+    watcher.send_signal(signal.SIGTERM)
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode != 0
+    assert [p for p in pids if alive(p)] == [], err

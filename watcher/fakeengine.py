@@ -1,0 +1,239 @@
+"""A fake `sglang.launch_server` for tests and `watcher demo`: no GPU, no model, same surface.
+
+    python -m watcher.fakeengine --port 30000 --mode ready --ready-delay 0.5
+
+Modes: `ready` (binds the port after --ready-delay, then serves /health_generate, /health,
+/v1/models, /v1/chat/completions (streamed and not), /server_info, /get_server_info, /metrics,
+/version); `crash` (prints --log-file or --log-text, then exits --exit-code); `hang` (prints a
+loading line and never binds); `ignore-term` (ready, but it and its children ignore SIGTERM).
+--children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). Unknown arguments
+(the real engine's flags) are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty"
+).split()
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="fakeengine", description=__doc__.split("\n")[0])
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--mode", choices=("ready", "crash", "hang", "ignore-term"), default="ready")
+    p.add_argument("--ready-delay", type=float, default=0.5)
+    p.add_argument("--log-file", help="crash mode: print this file, then exit")
+    p.add_argument("--log-text", default="", help="crash mode: print this text, then exit")
+    p.add_argument("--exit-code", type=int, default=1)
+    p.add_argument("--children", type=int, default=0)
+    p.add_argument("--answer", default="Paris.")
+    p.add_argument("--tokens-per-s", type=float, default=400.0)
+    p.add_argument("--accept-length", type=float, default=None)
+    p.add_argument("--metrics-style", choices=("sglang", "vllm", "none"), default="sglang")
+    p.add_argument("--version", dest="engine_version", default="0.0.0-fake")
+    p.add_argument("--served-model-name", default="fake-model")
+    p.add_argument("--pid-file", help="append this process's and its children's pids here")
+    p.add_argument(
+        "--thinking",
+        action="store_true",
+        help="act like a thinking model: spend max_tokens in <think> unless the request's "
+        "chat_template_kwargs say enable_thinking: false",
+    )
+    args, _unknown = p.parse_known_args(argv)
+    return args
+
+
+def _spawn_children(n: int, ignore_term: bool, pid_file: str | None) -> list[subprocess.Popen]:
+    code = (
+        "import signal, time\n"
+        + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
+        + "time.sleep(3600)\n"
+    )
+    kids = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+    if pid_file:
+        with open(pid_file, "a") as f:
+            f.writelines(f"{k.pid}\n" for k in kids)
+    return kids
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    args: argparse.Namespace
+
+    def log_message(self, fmt, *a):  # the engine's access log goes to its stdout, like uvicorn
+        print(f"INFO:     {self.address_string()} - {fmt % a}", flush=True)
+
+    def _json(self, obj, status: int = 200) -> None:
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _text(self, text: str, status: int = 200) -> None:
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        a = self.args
+        path = self.path.split("?")[0]
+        if path in ("/health", "/health_generate"):
+            return self._text("")
+        if path == "/v1/models":
+            return self._json(
+                {"object": "list", "data": [{"id": a.served_model_name, "object": "model"}]}
+            )
+        if path in ("/server_info", "/get_server_info") and a.metrics_style == "sglang":
+            info = {"version": a.engine_version, "model_path": a.served_model_name}
+            if a.accept_length is not None:
+                info["internal_states"] = [{"avg_spec_accept_length": a.accept_length}]
+            return self._json(info)
+        if path == "/version":
+            return self._json({"version": a.engine_version})
+        if path == "/metrics" and a.metrics_style != "none":
+            return self._text(_metrics(a))
+        return self._json({"detail": "Not Found"}, 404)
+
+    def do_POST(self):  # noqa: N802
+        a = self.args
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            req = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            return self._json({"error": "bad json"}, 400)
+        if self.path != "/v1/chat/completions":
+            return self._json({"detail": "Not Found"}, 404)
+        if req.get("stream"):
+            return self._stream(req)
+        prompt = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
+        text = a.answer if "capital" in prompt.lower() else " ".join(WORDS)
+        if req.get("temperature", 1.0) != 0:
+            text = "Lyon, probably."  # sampling: the known answer is not guaranteed
+        thinking = (req.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+        if a.thinking and thinking:
+            limit = int(req.get("max_tokens") or 16)
+            text = "<think> " + " ".join((WORDS * 10)[: max(limit - 1, 0)])
+        return self._json(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": a.served_model_name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"completion_tokens": len(text.split())},
+            }
+        )
+
+    def _stream(self, req) -> None:
+        a = self.args
+        n = min(int(req.get("max_tokens") or 16), 4096)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def send(obj) -> None:
+            data = (
+                b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
+            )
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        time.sleep(0.02)  # prefill
+        for i in range(n):
+            delta = {"content": WORDS[i % len(WORDS)] + " "}
+            send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+            time.sleep(1.0 / a.tokens_per_s)
+        if (req.get("stream_options") or {}).get("include_usage"):
+            send(
+                {
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": {"completion_tokens": n},
+                }
+            )
+        send(b"[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _metrics(a: argparse.Namespace) -> str:
+    if a.accept_length is None:
+        return "# no spec decode\n"
+    if a.metrics_style == "sglang":
+        return (
+            "# TYPE sglang:spec_accept_length gauge\n"
+            f'sglang:spec_accept_length{{model_name="{a.served_model_name}"}} {a.accept_length}\n'
+        )
+    drafts = 100
+    accepted = round((a.accept_length - 1.0) * drafts)
+    return (
+        "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+        f'vllm:spec_decode_num_drafts_total{{model_name="{a.served_model_name}"}} {drafts}.0\n'
+        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{a.served_model_name}"}} {accepted}.0\n'
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parse(argv)
+    print(f"[fakeengine] server_args: port={a.port} mode={a.mode}", flush=True)
+    if a.pid_file:
+        with open(a.pid_file, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    ignore = a.mode == "ignore-term"
+    if ignore:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _spawn_children(a.children, ignore, a.pid_file)
+    if a.mode == "crash":
+        time.sleep(min(a.ready_delay, 0.2))
+        text = Path(a.log_file).read_text(encoding="utf-8") if a.log_file else a.log_text
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        sys.stdout.flush()
+        return a.exit_code
+    print("[fakeengine] Load weight begin.", flush=True)
+    if a.mode == "hang":
+        while True:
+            time.sleep(3600)
+    time.sleep(a.ready_delay)
+    handler = type("Handler", (_Handler,), {"args": a})
+    server = ThreadingHTTPServer((a.host, a.port), handler)
+    server.daemon_threads = True
+    print(
+        f"[fakeengine] The server is fired up and ready to roll! (http://{a.host}:{a.port})",
+        flush=True,
+    )
+    if not ignore:
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(0)))
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except (SystemExit, KeyboardInterrupt):
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,681 @@
+"""The smoke runner: launch a recipe, wait for it, probe it, tear it down, say what happened.
+
+One run = hardware gate -> launch (argv list, own process session, output streamed to
+data/smoke/<run_id>.log) -> readiness polling (checking on every pass whether it died) -> probes
+(/v1/models, a temperature-0 known answer, a streamed completion for TTFT and decode tokens/s,
+spec-decode accept length) -> teardown (SIGTERM every process group of the session, wait, SIGKILL;
+`docker rm -f` the named container) -> leftover check -> classify the log -> result document.
+The teardown always runs, also on Ctrl-C or SIGTERM of watcher itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from watcher.classify import Classifier, describe, tail
+from watcher.config import Config, Recipe
+from watcher.errors import ConfigError
+from watcher.hardware import GpuReading, check_hardware, read_gpus
+from watcher.render import redact
+from watcher.signatures import HANG, all_signatures
+from watcher.store import Store, iso, utcnow
+
+log = logging.getLogger("watcher.smoke")
+
+OUTCOMES = ("passed", "failed", "timeout", "error", "skipped")
+DECODE_PROMPT = "Count upward from one in English words, one word per number, without stopping."
+DECODE_TOKENS = 128
+SPEC_BROKEN_BELOW = 1.1  # an accept length this close to 1.0 means no draft token is ever kept
+# Thinking models (Qwen3) would spend a short max_tokens inside <think>; templates that do not
+# know the flag ignore it.
+NO_THINKING = {"enable_thinking": False}
+KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the kernel to reap
+
+
+# ---------------------------------------------------------------- argv
+
+
+def new_run_id(recipe_id: str) -> str:
+    """Sortable and unique: <recipe>-<UTC time>-<4 hex>."""
+    return f"{recipe_id}-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
+
+
+def container_name(run_id: str) -> str:
+    """A docker container name (letters, digits, _ . -) that says who made it."""
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", f"watcher-{run_id}")[:128]
+
+
+def is_docker_run(argv: list[str]) -> bool:
+    return bool(argv) and Path(argv[0]).name == "docker" and len(argv) > 1 and argv[1] == "run"
+
+
+def build_argv(recipe: Recipe, name: str) -> list[str]:
+    """Substitute {port}, {model}, {name} in each argv element (never through a shell).
+
+    `{port}` is host_port when set (the port watcher probes), else port. A `docker run` without
+    `--name` gets one, so teardown can always `docker rm -f` it.
+    """
+    port = str(recipe.host_port or recipe.port)
+    values = {"{port}": port, "{model}": recipe.model, "{name}": name}
+    argv = []
+    for arg in recipe.command:
+        for key, value in values.items():
+            arg = arg.replace(key, value)
+        argv.append(arg)
+    if is_docker_run(argv) and not _docker_name(argv):
+        argv[2:2] = ["--name", name]
+    return argv
+
+
+def _docker_name(argv: list[str]) -> str | None:
+    for i, arg in enumerate(argv[2:], start=2):
+        if arg == "--name" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--name="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+# ---------------------------------------------------------------- processes
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, pgrp, session) from /proc/<pid>/stat, or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    rest = data[data.rfind(")") + 2 :].split()
+    return rest[0], int(rest[2]), int(rest[3])
+
+
+def session_pids(sid: int) -> list[tuple[int, int]]:
+    """Live (pid, pgid) of every process in session `sid`; zombies hold nothing and don't count.
+
+    Uses /proc (Linux). Elsewhere, falls back to whether the leader's group still exists.
+    """
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(sid, 0)
+            return [(sid, sid)]
+        except (ProcessLookupError, PermissionError):
+            return []
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        st = _proc_stat(int(entry))
+        if st and st[2] == sid and st[0] not in ("Z", "X"):
+            out.append((int(entry), st[1]))
+    return out
+
+
+def _signal_session(sid: int, sig: int) -> None:
+    groups = {pgid for _pid, pgid in session_pids(sid)} | {sid}
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+    if sig == signal.SIGKILL:  # stragglers that moved to a group of their own
+        for pid, _ in session_pids(sid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+
+def _wait_gone(proc: subprocess.Popen, sid: int, deadline: float) -> bool:
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+        if proc.returncode is not None and not session_pids(sid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+@dataclass
+class Teardown:
+    seconds: float = 0.0
+    killed: bool = False  # SIGKILL was needed
+    container_removed: bool | None = None
+    leftovers: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": round(self.seconds, 3),
+            "killed": self.killed,
+            "container_removed": self.container_removed,
+            "leftovers": self.leftovers,
+        }
+
+
+def docker(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def teardown(proc: subprocess.Popen, grace: float, container: str | None = None) -> Teardown:
+    """SIGTERM every group in the run's session, wait `grace`, SIGKILL; `docker rm -f`; check."""
+    started = time.monotonic()
+    t = Teardown()
+    sid = proc.pid  # start_new_session: the leader's pid is the session id
+    _signal_session(sid, signal.SIGTERM)
+    if not _wait_gone(proc, sid, time.monotonic() + grace):
+        t.killed = True
+        _signal_session(sid, signal.SIGKILL)
+        _wait_gone(proc, sid, time.monotonic() + KILL_WAIT)
+    if container:
+        try:
+            rm = docker(["rm", "-f", container])
+            t.container_removed = rm.returncode == 0
+            if rm.returncode != 0 and "No such container" not in rm.stderr:
+                log.warning("docker rm -f %s: %s", container, rm.stderr.strip())
+        except (OSError, subprocess.TimeoutExpired) as e:
+            t.container_removed = False
+            log.warning("docker rm -f %s failed: %s", container, e)
+    left = session_pids(sid)
+    if left:
+        t.leftovers.extend(f"pid {pid}" for pid, _ in left)
+    if container:
+        try:
+            ps = docker(["ps", "-a", "-q", "--filter", f"name=^/?{container}$"])
+            if ps.stdout.strip():
+                t.leftovers.append(f"container {container}")
+        except (OSError, subprocess.TimeoutExpired) as e:
+            t.leftovers.append(f"container {container} (cannot check: {e})")
+    t.seconds = time.monotonic() - started
+    return t
+
+
+# ---------------------------------------------------------------- probes
+
+
+@dataclass
+class Probe:
+    """What the probes measured and which checks failed."""
+
+    model: str | None = None
+    answer: str | None = None
+    ttft_s: float | None = None
+    decode_tokens_per_s: float | None = None
+    accept_length: float | None = None
+    engine_version: str | None = None
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _models(client: httpx.Client, p: Probe, fallback: str) -> None:
+    r = client.get("/v1/models")
+    if r.status_code != 200:
+        p.failures.append(f"GET /v1/models answered HTTP {r.status_code}")
+        p.model = fallback or None
+        return
+    data = r.json().get("data") or []
+    p.model = data[0].get("id") if data else (fallback or None)
+    if not data:
+        p.failures.append("GET /v1/models listed no model")
+
+
+def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    body = {
+        "model": p.model or recipe.model or "default",
+        "messages": [{"role": "user", "content": recipe.checks.prompt}],
+        "temperature": 0,
+        "max_tokens": recipe.checks.max_tokens,
+        "chat_template_kwargs": NO_THINKING,
+    }
+    r = client.post("/v1/chat/completions", json=body)
+    if r.status_code != 200:
+        p.failures.append(f"chat completion answered HTTP {r.status_code}: {r.text[:200]}")
+        return
+    msg = (r.json().get("choices") or [{}])[0].get("message") or {}
+    p.answer = (msg.get("content") or "").strip()
+    if recipe.checks.expect.lower() not in p.answer.lower():
+        p.failures.append(
+            f"known-answer check: expected {recipe.checks.expect!r}, got {p.answer[:120]!r}"
+        )
+
+
+def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    body = {
+        "model": p.model or recipe.model or "default",
+        "messages": [{"role": "user", "content": DECODE_PROMPT}],
+        "temperature": 0,
+        "max_tokens": DECODE_TOKENS,
+        "ignore_eos": True,
+        "chat_template_kwargs": NO_THINKING,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    sent = time.monotonic()
+    first = last = None
+    chunks, usage_tokens = 0, None
+    with client.stream("POST", "/v1/chat/completions", json=body) as r:
+        if r.status_code != 200:
+            r.read()
+            p.failures.append(f"streamed completion answered HTTP {r.status_code}")
+            return
+        for line in r.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            try:
+                obj = json.loads(payload)
+            except json.JSONDecodeError:
+                continue
+            if (obj.get("usage") or {}).get("completion_tokens"):
+                usage_tokens = int(obj["usage"]["completion_tokens"])
+            for choice in obj.get("choices") or []:
+                text = (choice.get("delta") or {}).get("content") or choice.get("text")
+                if text:
+                    now = time.monotonic()
+                    first = first or now
+                    last = now
+                    chunks += 1
+    if first is None:
+        p.failures.append("streamed completion produced no tokens")
+        return
+    p.ttft_s = round(first - sent, 4)
+    tokens = usage_tokens or chunks
+    if tokens > 1 and last > first:
+        p.decode_tokens_per_s = round((tokens - 1) / (last - first), 2)
+
+
+_PROM = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text -> metric name -> value summed over label sets."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _PROM.match(line)
+        if m:
+            with contextlib.suppress(ValueError):
+                out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
+    return out
+
+
+def accept_from_metrics(metrics: dict[str, float]) -> float | None:
+    """SGLang's gauge, or vLLM's counters: 1 + accepted tokens per draft."""
+    for name in ("sglang:spec_accept_length", "sglang:avg_spec_accept_length"):
+        if name in metrics:
+            return metrics[name]
+    drafts = metrics.get("vllm:spec_decode_num_drafts_total")
+    accepted = metrics.get("vllm:spec_decode_num_accepted_tokens_total")
+    if drafts and accepted is not None:
+        return 1.0 + accepted / drafts
+    return None
+
+
+def _find_key(obj: Any, key: str) -> Any:
+    if isinstance(obj, dict):
+        if key in obj:
+            return obj[key]
+        for v in obj.values():
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _engine_info(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    paths = ["/server_info", "/get_server_info"] if recipe.engine == "sglang" else []
+    paths.append("/version")
+    for path in paths:
+        try:
+            r = client.get(path)
+        except httpx.HTTPError:
+            continue
+        if r.status_code != 200:
+            continue
+        with contextlib.suppress(ValueError):
+            info = r.json()
+            p.engine_version = p.engine_version or (
+                str(info["version"]) if isinstance(info, dict) and info.get("version") else None
+            )
+            value = _find_key(info, "avg_spec_accept_length")
+            if isinstance(value, int | float) and p.accept_length is None:
+                p.accept_length = float(value)
+        if p.engine_version and (p.accept_length is not None or not recipe.spec_decode):
+            return
+    if recipe.spec_decode and p.accept_length is None:
+        with contextlib.suppress(httpx.HTTPError):
+            r = client.get("/metrics")
+            if r.status_code == 200:
+                p.accept_length = accept_from_metrics(parse_metrics(r.text))
+
+
+def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
+    """Ask the running engine the questions that make a recipe 'work'."""
+    p = Probe()
+    with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+        try:
+            _models(client, p, recipe.model)
+            _known_answer(client, p, recipe)
+            _stream(client, p, recipe)
+            _engine_info(client, p, recipe)
+        except httpx.HTTPError as e:
+            p.failures.append(f"probe failed: {type(e).__name__}: {e}")
+        except ValueError as e:
+            p.failures.append(f"probe got a malformed answer: {e}")
+    c = recipe.checks
+    if c.min_decode_tokens_per_s is not None and p.decode_tokens_per_s is not None:
+        if p.decode_tokens_per_s < c.min_decode_tokens_per_s:
+            p.failures.append(
+                f"decode {p.decode_tokens_per_s:.1f} tok/s is below the required "
+                f"{c.min_decode_tokens_per_s:.1f}"
+            )
+    if recipe.spec_decode:
+        a = p.accept_length
+        if a is None:
+            p.notes.append("spec decode is on but the engine reports no accept length")
+        elif a < SPEC_BROKEN_BELOW:
+            p.failures.append(
+                f"accept length {a:.2f} ≈ 1.0 with spec decode on: no draft token is accepted,"
+                " spec decode is silently broken"
+            )
+        elif c.min_accept_length is not None and a < c.min_accept_length:
+            p.failures.append(f"accept length {a:.2f} is below the required {c.min_accept_length}")
+    return p
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class _Wait:
+    state: str  # ready | died | timeout
+    startup_s: float
+    exit_code: int | None = None
+
+
+def wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> _Wait:
+    """Poll `url` until it answers 200, the process dies, or the deadline passes."""
+    started = time.monotonic()
+    deadline = started + timeout
+    interval = 0.1
+    with httpx.Client(timeout=5.0, trust_env=False) as client:
+        while True:
+            if proc.poll() is not None:
+                return _Wait("died", time.monotonic() - started, proc.returncode)
+            try:
+                r = client.get(url, timeout=max(0.2, min(5.0, deadline - time.monotonic())))
+                if r.status_code == 200:
+                    return _Wait("ready", time.monotonic() - started)
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None:
+                return _Wait("died", time.monotonic() - started, proc.returncode)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _Wait("timeout", time.monotonic() - started)
+            time.sleep(min(interval, remaining))
+            interval = min(interval * 1.5, 2.0)
+
+
+@contextlib.contextmanager
+def _term_raises():
+    """While a run is live, SIGTERM to watcher raises SystemExit so teardown still happens."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> dict[str, Any]:
+    """The result document's shape, before anything happened (outcome `error`)."""
+    return {
+        "run_id": run_id,
+        "recipe": recipe.id,
+        "backend": "local",
+        "outcome": "error",
+        "signature": None,
+        "blockers_reproduced": [],
+        "reason": "",
+        "hardware": {"gpus": [], "matches_target": False},
+        "engine_version": None,
+        "metrics": {
+            "startup_s": None,
+            "ttft_s": None,
+            "decode_tokens_per_s": None,
+            "accept_length": None,
+        },
+        "stage_reached": "launch",
+        "excerpt": None,
+        "log_path": None,
+        "started_at": started_at or iso(utcnow()),
+        "finished_at": None,
+    }
+
+
+def error_doc(recipe: Recipe, run_id: str, reason: str, backend: str = "local") -> dict[str, Any]:
+    """A run that could not happen (the backend failed): recorded, never validating."""
+    doc = base_doc(recipe, run_id)
+    doc.update(backend=backend, reason=redact(reason), finished_at=iso(utcnow()))
+    return doc
+
+
+def run_recipe(
+    cfg: Config,
+    recipe: Recipe,
+    *,
+    any_hardware: bool = False,
+    run_id: str | None = None,
+    reading: GpuReading | None = None,
+) -> dict[str, Any]:
+    """One smoke run of `recipe` on this host -> the result document (never raises for a
+    failure of the recipe; a failure of the runner itself is outcome `error`)."""
+    run_id = run_id or new_run_id(recipe.id)
+    started_at = iso(utcnow())
+    reading = reading if reading is not None else read_gpus()
+    gate = check_hardware(recipe.hardware, reading)
+    doc = base_doc(recipe, run_id, started_at)
+    doc["hardware"] = {
+        "gpus": [g.as_dict() for g in reading.gpus],
+        "matches_target": gate.matches_target,
+    }
+    log.info("smoke %s: %s (read with %s)", run_id, gate.reason, reading.source)
+    if not gate.matches_target and not any_hardware:
+        doc["outcome"] = "skipped"
+        doc["reason"] = redact(
+            f"{gate.reason} (--any-hardware runs it anyway, marked off-target: never validates)"
+        )
+        doc["finished_at"] = iso(utcnow())
+        return doc
+    log_dir = cfg.data_dir / "smoke"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{run_id}.log"
+    doc["log_path"] = str(log_path)
+    with _term_raises():
+        _run(cfg, recipe, run_id, log_path, doc)
+    if not gate.matches_target:
+        doc["reason"] += " [off-target hardware: shown, never validates]"
+    doc["reason"] = redact(doc["reason"])
+    doc["excerpt"] = redact(doc["excerpt"]) or None
+    doc["finished_at"] = iso(utcnow())
+    return doc
+
+
+def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str, Any]) -> None:
+    name = container_name(run_id)
+    argv = build_argv(recipe, name)
+    container = _docker_name(argv) if is_docker_run(argv) else None
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.update(dict(recipe.env))
+    port = recipe.host_port or recipe.port
+    base = f"http://127.0.0.1:{port}"
+    failures: list[str] = []
+    notes: list[str] = []
+    wait: _Wait | None = None
+    with open(log_path, "ab") as logf:
+        logf.write(
+            redact(
+                f"# watcher smoke run {run_id} at {doc['started_at']}\n$ {shlex.join(argv)}\n"
+            ).encode()
+        )
+        logf.flush()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+                cwd=str(cfg.base_dir),
+            )
+        except OSError as e:
+            doc["outcome"] = "error"
+            doc["reason"] = f"cannot start {argv[0]!r}: {e.strerror or e}"
+            return
+    log.info("smoke %s: launched pid %s, log %s", run_id, proc.pid, log_path)
+    td: Teardown | None = None
+    try:
+        wait = wait_ready(proc, base + recipe.ready_path, recipe.startup_timeout)
+        if wait.state == "ready":
+            doc["stage_reached"] = "ready"
+            doc["metrics"]["startup_s"] = round(wait.startup_s, 2)
+            log.info("smoke %s: ready after %.1f s; probing", run_id, wait.startup_s)
+            p = probe(base, recipe)
+            doc["engine_version"] = p.engine_version
+            doc["metrics"].update(
+                ttft_s=p.ttft_s,
+                decode_tokens_per_s=p.decode_tokens_per_s,
+                accept_length=p.accept_length,
+            )
+            failures, notes = p.failures, p.notes
+            if proc.poll() is not None and not failures:
+                failures.append(f"the engine exited (code {proc.returncode}) during the probes")
+    except Exception as e:  # the runner's own bug: still tear down, report `error`
+        log.exception("smoke %s: runner failed", run_id)
+        doc["outcome"], doc["reason"] = "error", f"runner error: {type(e).__name__}: {e}"
+        wait = None
+    finally:
+        td = teardown(proc, recipe.stop_timeout, container)
+        doc["teardown"] = td.as_dict()
+        doc["exit_code"] = proc.returncode
+    _verdict(cfg, recipe, doc, wait, failures, notes, log_path, td)
+
+
+def _verdict(
+    cfg: Config,
+    recipe: Recipe,
+    doc: dict[str, Any],
+    wait: _Wait | None,
+    failures: list[str],
+    notes: list[str],
+    log_path: Path,
+    td: Teardown,
+) -> None:
+    finding = None
+    passed = wait is not None and wait.state == "ready" and not failures
+    if wait is not None and not passed:
+        finding = Classifier(all_signatures(cfg.signatures)).scan(log_path)
+    if passed:
+        doc["outcome"], doc["stage_reached"] = "passed", "passed"
+        m = doc["metrics"]
+        parts = [f"ready in {m['startup_s']:.0f} s"]
+        if m["decode_tokens_per_s"] is not None:
+            parts.append(f"decode {m['decode_tokens_per_s']:.1f} tok/s")
+        if m["accept_length"] is not None:
+            parts.append(f"accept length {m['accept_length']:.2f}")
+        doc["reason"] = "passed: " + ", ".join(parts) + "".join(f"; {n}" for n in notes)
+    elif wait is None:
+        pass  # runner error, reason already set
+    elif wait.state == "died":
+        doc["outcome"] = "failed"
+        doc["reason"] = f"exited with code {wait.exit_code} before becoming ready"
+    elif wait.state == "timeout":
+        doc["outcome"] = "timeout"
+        doc["reason"] = (
+            f"not ready after {recipe.startup_timeout:.0f} s and still running "
+            "(hang: neither ready nor dead by the deadline)"
+        )
+        doc["signature"] = HANG
+    else:
+        doc["outcome"] = "failed"
+        doc["reason"] = "; ".join(failures)
+    if finding is not None:
+        doc["signature"] = finding.id
+        doc["excerpt"] = finding.excerpt
+        doc["reason"] += f". {describe(finding)}"
+    elif wait is not None and not passed:
+        doc["excerpt"] = tail(log_path)
+        if doc["signature"] is None:
+            doc["reason"] += ". No known failure signature in the log; see the excerpt"
+    sig = doc["signature"]
+    if sig:
+        doc["blockers_reproduced"] = [
+            b for b in recipe.blockers if sig in cfg.blocker(b).signatures
+        ]
+    if td.leftovers:
+        doc["reason"] += f". Teardown left {', '.join(td.leftovers)} behind"
+    if td.killed:
+        doc["reason"] += f". Needed SIGKILL after {recipe.stop_timeout:.0f} s"
+
+
+# ---------------------------------------------------------------- storing
+
+
+def run_message(doc: dict[str, Any]) -> str:
+    """The one-line event message for a run, as the page's change list shows it."""
+    off = "" if (doc.get("hardware") or {}).get("matches_target") else " (off-target)"
+    sig = f" ({doc['signature']})" if doc.get("signature") else ""
+    return f"smoke run {doc['run_id']} of {doc['recipe']}: {doc['outcome']}{sig}{off}"
+
+
+def record_run(
+    store: Store, doc: dict[str, Any], cycle_id: int | None = None, at: str | None = None
+) -> int:
+    """Store the result and one `smoke` event (subject: the recipe) for the page's change list."""
+    store.add_smoke_run(doc)
+    message = run_message(doc)
+    return store.add_event(
+        at or doc.get("finished_at") or iso(utcnow()),
+        cycle_id,
+        "smoke",
+        doc["recipe"],
+        None,
+        doc["outcome"],
+        message,
+        {"run_id": doc["run_id"], "matches_target": bool(doc["hardware"]["matches_target"])},
+    )
+
+
+def recipe_or_error(cfg: Config, recipe_id: str) -> Recipe:
+    try:
+        return cfg.recipe(recipe_id)
+    except KeyError:
+        known = ", ".join(r.id for r in cfg.recipes) or "none"
+        raise ConfigError(f"no recipe {recipe_id!r} in {cfg.path} (known: {known})") from None
