@@ -125,6 +125,12 @@ def test_crash_without_signature_keeps_the_tail_and_redacts_secrets(tmp_path, mo
     assert "No known failure signature" in doc["reason"]
     assert "bye" in doc["excerpt"] and "[redacted]" in doc["excerpt"]
     assert "hf_abc" not in doc["excerpt"] and "s3cr3t" not in doc["excerpt"]
+    # the log file watcher writes is redacted too, not only the excerpt
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "watch.toml"]
+    assert any(p.suffix == ".log" for p in written)
+    for path in written:
+        data = path.read_bytes()
+        assert b"hf_abcdefghij" not in data and b"s3cr3t-token-value" not in data, path
 
 
 def test_hang_times_out_as_hang(tmp_path):

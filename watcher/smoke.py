@@ -527,6 +527,28 @@ def run_recipe(
     return doc
 
 
+class LogPump(threading.Thread):
+    """Copies the engine's output into the run's log, line by line, with secrets redacted.
+
+    Engines print tokens (an HF_TOKEN in a config dump, a URL with credentials): the log is a
+    file watcher writes, so nothing shaped like a token may reach it.
+    """
+
+    MAX_LINE = 1 << 20
+
+    def __init__(self, stream, log_path: Path):
+        super().__init__(daemon=True, name="smoke-log")
+        self.stream = stream
+        self.log_path = log_path
+
+    def run(self) -> None:
+        with open(self.log_path, "ab") as out:
+            for raw in iter(lambda: self.stream.readline(self.MAX_LINE), b""):
+                out.write(redact(raw.decode("utf-8", "replace")).encode("utf-8"))
+                out.flush()
+        self.stream.close()
+
+
 def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str, Any]) -> None:
     name = container_name(run_id)
     argv = build_argv(recipe, name)
@@ -549,7 +571,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                stdout=logf,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env=env,
@@ -559,6 +581,8 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
             doc["outcome"] = "error"
             doc["reason"] = f"cannot start {argv[0]!r}: {e.strerror or e}"
             return
+    pump = LogPump(proc.stdout, log_path)
+    pump.start()
     log.info("smoke %s: launched pid %s, log %s", run_id, proc.pid, log_path)
     td: Teardown | None = None
     try:
@@ -585,6 +609,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
         td = teardown(proc, recipe.stop_timeout, container)
         doc["teardown"] = td.as_dict()
         doc["exit_code"] = proc.returncode
+        pump.join(timeout=5)
     _verdict(cfg, recipe, doc, wait, failures, notes, log_path, td)
 
 
