@@ -379,5 +379,27 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
     sys.exit(0 if doc["outcome"] == "passed" and stored else 1)
 
 
+@cli.command()
+@click.argument(
+    "directory", default="watcher-demo", type=click.Path(file_okay=False, path_type=Path)
+)
+def demo(directory: Path) -> None:
+    """Run the whole loop offline in a fresh DIRECTORY, then say where to look.
+
+    Starts the project's own fake GitHub (seeded like the real upstream threads) and fake engine,
+    runs two cycles with an upstream change between them, a smoke run (off-target: a fake engine
+    validates nothing) and builds the site. Nothing leaves 127.0.0.1.
+
+    Example: watcher demo /tmp/watcher-demo
+    """
+    from watcher.demo import run_demo
+
+    where = run_demo(directory, say=lambda line: click.echo(line, err=True))
+    click.echo(f"page:   {where['page']}")
+    click.echo(f"site:   {where['site']}")
+    click.echo(f"status: {where['status']}")
+    click.echo(f"config: {where['config']}  (try: watcher explain --config {where['config']})")
+
+
 def main() -> None:
     cli(prog_name="watcher")
