@@ -1,0 +1,12 @@
+"""Shared pytest fixtures."""
+
+import pytest
+
+from watcher.fakegithub import FakeGitHub
+
+
+@pytest.fixture
+def fake_github():
+    """A started fake GitHub on 127.0.0.1 (token "test-token" is watcher-bot), stopped after."""
+    with FakeGitHub() as gh:
+        yield gh
