@@ -148,7 +148,7 @@ class Service:
             self._beat(
                 beat_at=stopped, next_run_at=None, stopped_at=stopped, stop_reason=self._stop_reason
             )
-            log.info("stopped after %d cycles (%d failed)", self.cycles, self.failures)
+            log.info("stopped after %s (%d failed)", _count(self.cycles, "cycle"), self.failures)
         return 0
 
     def _tick(self) -> None:
@@ -267,15 +267,20 @@ def freshness_lines(f: dict[str, Any]) -> tuple[list[str], list[str]]:
         if sv["running"]:
             lines.append(
                 f"serve: pid {sv['pid']} on {sv['host']} since {sv['started_at']}, "
-                f"{sv['cycles']} cycles, last beat {sv['beat_at']}, "
+                f"{_count(sv['cycles'], 'cycle')}, last beat {sv['beat_at']}, "
                 f"next check {sv['next_run_at'] or 'not scheduled'}"
             )
         else:
             lines.append(
                 f"serve: stopped at {sv['stopped_at']} ({sv['stop_reason'] or 'unknown'}) "
-                f"after {sv['cycles']} cycles"
+                f"after {_count(sv['cycles'], 'cycle')}"
             )
     return lines, warnings
+
+
+def _count(n: int | None, noun: str) -> str:
+    n = n or 0
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _human(seconds: float | None) -> str:
