@@ -90,8 +90,9 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str]:
-    proc.send_signal(sig)
+def stop(proc: subprocess.Popen, sig: int | None = signal.SIGTERM) -> tuple[int, str]:
+    if sig is not None:
+        proc.send_signal(sig)
     try:
         _, err = proc.communicate(timeout=20)
     except subprocess.TimeoutExpired:
@@ -154,8 +155,8 @@ def test_serve_runs_cycles_on_the_interval_and_stops_on_sigterm(gh, tmp_path):
 
 
 def test_sigint_mid_cycle_finishes_the_cycle_and_check_now_waits_out_the_lock(tmp_path):
-    # Every answer takes 2 s, so the first cycle holds the lock for several seconds.
-    with FakeGitHub(latency=2.0) as gh:
+    # Every answer takes 3 s, so the first cycle holds the lock for a few seconds.
+    with FakeGitHub(latency=3.0) as gh:
         seed(gh)
         config = write_config(tmp_path, interval="1h", lock_timeout="0.2s")
         proc = subprocess.Popen(
@@ -168,7 +169,9 @@ def test_sigint_mid_cycle_finishes_the_cycle_and_check_now_waits_out_the_lock(tm
         lock = lock_path(tmp_path / "data")
         holder = wait_for(lambda: lock.exists() and read_holder(lock), 20, "serve to take the lock")
         assert holder["pid"] == proc.pid and holder["command"] == "serve"
-        proc.send_signal(signal.SIGINT)  # Ctrl-C mid-cycle: the cycle still finishes
+        proc.send_signal(signal.SIGINT)  # Ctrl-C mid-cycle: the cycle still finishes,
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)  # and a second Ctrl-C does not abort it either
 
         busy = subprocess.run(
             watcher_cmd("check-now", "--config", str(config)),
@@ -177,7 +180,7 @@ def test_sigint_mid_cycle_finishes_the_cycle_and_check_now_waits_out_the_lock(tm
             text=True,
             timeout=30,
         )
-        rc, err = stop(proc, signal.SIGINT)  # a second Ctrl-C does not abort it either
+        rc, err = stop(proc, None)
 
     assert busy.returncode == 75, busy.stderr
     assert "Error: another cycle is running" in busy.stderr
