@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from click.testing import CliRunner
 
 from watcher.cli import cli
 from watcher.config import load_config
-from watcher.errors import LockBusy
+from watcher.errors import LockBusy, WatcherError
 from watcher.fakegithub import FakeGitHub
 from watcher.lock import cycle_lock, lock_path, read_holder
 from watcher.schedule import Service
@@ -333,3 +334,33 @@ def test_status_says_when_checks_stopped(gh, tmp_path):
     assert as_json["freshness"]["stale"] is True
     assert as_json["freshness"]["stale_at"] == "2026-01-01T01:30:00Z"
     assert as_json["freshness"]["serve"] is None
+
+
+def test_the_schedule_follows_the_config(tmp_path):
+    path = write_config(tmp_path, interval="30m", jitter="2m", misfire_grace="10m")
+    service = Service(load_config(path))
+    scheduler = service.build_scheduler()
+    (job,) = scheduler.get_jobs()
+    assert job.trigger.interval_length == 1800 and job.trigger.jitter == 120
+    assert job.max_instances == 1 and job.coalesce is True and job.misfire_grace_time == 600
+    assert abs((job.next_run_time - datetime.now(UTC)).total_seconds()) < 5  # first run: now
+    assert job.func == service._tick
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
+def test_a_lock_file_we_may_not_write_still_locks(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    lock_path(data).write_text("")
+    lock_path(data).chmod(0o444)
+    with cycle_lock(data, 0, "first"):
+        with pytest.raises(LockBusy, match="pid unknown"):
+            with cycle_lock(data, 0, "second"):
+                pass
+
+
+def test_an_unusable_data_folder_is_a_clear_error(tmp_path):
+    (tmp_path / "data").write_text("a file where the data folder should be")
+    with pytest.raises(WatcherError, match="cannot open the lock file"):
+        with cycle_lock(tmp_path / "data", 0, "test"):
+            pass

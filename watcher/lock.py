@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from watcher.errors import LockBusy
+from watcher.errors import LockBusy, WatcherError
 from watcher.store import iso, utcnow
 
 log = logging.getLogger("watcher")
@@ -69,25 +69,41 @@ def cycle_lock(
     `stop` is set while waiting (serve shutting down must not sit out a long wait).
     """
     path = lock_path(data_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd, writable = _open(path)
     try:
         _acquire(fd, path, timeout, stop)
-        holder = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "command": command,
-            "since": iso(utcnow()),
-        }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+        if writable:
+            holder = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": command,
+                "since": iso(utcnow()),
+            }
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
         try:
             yield path
         finally:
-            os.ftruncate(fd, 0)  # nobody holds it now: a reader must not name us
+            if writable:
+                os.ftruncate(fd, 0)  # nobody holds it now: a reader must not name us
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """Read-write if we may; flock works on a read-only descriptor too (a lock file left by
+    another user, e.g. after a `sudo watcher check-now`), it just cannot name its holder."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644), True
+    except PermissionError:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC), False
+        except OSError as e:
+            raise WatcherError(f"{path}: cannot open the lock file: {e}") from None
+    except OSError as e:
+        raise WatcherError(f"{path}: cannot open the lock file: {e}") from None
 
 
 def _acquire(fd: int, path: Path, timeout: float, stop: threading.Event | None) -> None:

@@ -100,7 +100,8 @@ class Service:
         self._log_report(report, None)
         return 0
 
-    def _run_scheduled(self) -> int:
+    def build_scheduler(self):
+        """The APScheduler setup, not started: one worker, one job, the first run now."""
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
         from apscheduler.triggers.interval import IntervalTrigger
@@ -119,6 +120,11 @@ class Service:
             misfire_grace_time=max(1, math.ceil(s.misfire_grace)),
             next_run_time=datetime.now(UTC),  # the first cycle runs at once
         )
+        return scheduler
+
+    def _run_scheduled(self) -> int:
+        s = self.cfg.settings
+        scheduler = self.build_scheduler()
         self._scheduler = scheduler
         self._beat(
             pid=os.getpid(),
