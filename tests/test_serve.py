@@ -81,6 +81,20 @@ def finished_cycles(db: Path) -> list[dict]:
         conn.close()
 
 
+def serve_beat(db: Path) -> dict:
+    if not db.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM heartbeats WHERE name = 'serve'").fetchone()
+        return dict(row) if row else {}
+    except sqlite3.OperationalError:  # the schema is still being created
+        return {}
+    finally:
+        conn.close()
+
+
 def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -364,3 +378,26 @@ def test_an_unusable_data_folder_is_a_clear_error(tmp_path):
     with pytest.raises(WatcherError, match="cannot open the lock file"):
         with cycle_lock(tmp_path / "data", 0, "test"):
             pass
+
+
+def test_status_tells_a_killed_serve_from_a_running_one(gh, tmp_path):
+    config = write_config(tmp_path, interval="1h")
+    proc = subprocess.Popen(
+        watcher_cmd("serve", "--config", str(config)),
+        env=env_for(gh),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    db = tmp_path / "data" / "watcher.db"
+    try:
+        wait_for(lambda: serve_beat(db).get("cycles"), 20, "the first cycle's heartbeat")
+        running = CliRunner().invoke(cli, ["status", "--config", str(config)])
+        assert f"serve: pid {proc.pid} on " in running.stdout
+        assert "1 cycle, last beat" in running.stdout
+        assert "next check 20" in running.stdout
+    finally:
+        proc.kill()  # SIGKILL: no chance to record that it stopped
+        proc.communicate()
+    killed = CliRunner().invoke(cli, ["status", "--config", str(config)])
+    assert f"serve: pid {proc.pid} is gone without stopping (killed or crashed?)" in killed.stdout

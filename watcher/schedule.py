@@ -249,8 +249,28 @@ def freshness(
                 "stop_reason",
             )
         }
-        out["serve"]["running"] = heartbeat.get("stopped_at") is None
+        stopped = heartbeat.get("stopped_at") is not None
+        # A SIGKILLed or crashed serve never writes stopped_at; on its own host we can tell.
+        gone = (
+            not stopped
+            and heartbeat.get("host") == socket.gethostname()
+            and not _pid_alive(heartbeat.get("pid"))
+        )
+        out["serve"]["running"] = not stopped and not gone
+        out["serve"]["gone"] = gone
     return out
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
 
 
 def freshness_lines(f: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -275,6 +295,11 @@ def freshness_lines(f: dict[str, Any]) -> tuple[list[str], list[str]]:
                 f"serve: pid {sv['pid']} on {sv['host']} since {sv['started_at']}, "
                 f"{_count(sv['cycles'], 'cycle')}, last beat {sv['beat_at']}, "
                 f"next check {sv['next_run_at'] or 'not scheduled'}"
+            )
+        elif sv.get("gone"):
+            lines.append(
+                f"serve: pid {sv['pid']} is gone without stopping (killed or crashed?); "
+                f"last beat {sv['beat_at']}"
             )
         else:
             lines.append(
