@@ -28,6 +28,8 @@ def _setup_logging(verbose: int) -> None:
         datefmt="%H:%M:%S",
     )
     logging.getLogger("httpx").setLevel(logging.WARNING if verbose < 2 else logging.DEBUG)
+    # APScheduler logs every job start and end at INFO; serve logs its own line per cycle.
+    logging.getLogger("apscheduler").setLevel(logging.WARNING if verbose < 2 else logging.DEBUG)
 
 
 def _config(path: str) -> Config:
@@ -121,14 +123,22 @@ def check_now(
     """Run one cycle now: poll GitHub, evaluate the blockers, regenerate the pages.
 
     When GitHub cannot be reached the pages are rendered from the last known state (items marked
-    stale), a warning goes to stderr, and the exit code is still 0.
+    stale), a warning goes to stderr, and the exit code is still 0. When another cycle (`serve`,
+    another check-now) holds the data folder's lock for longer than [watcher] lock_timeout, it
+    exits 75 and names the holder.
 
     Example: GITHUB_TOKEN=... watcher check-now --config watch.toml
     """
     from watcher.cycle import run_cycle
+    from watcher.schedule import locked_cycle
 
     cfg = _config(config_path)
-    report = run_cycle(cfg, offline=offline, dry_run=dry_run, no_smoke=no_smoke)
+    if dry_run:
+        # No lock: a dry run writes nothing and works on an SQLite backup of the database, which
+        # is a consistent snapshot even while another cycle is writing (WAL).
+        report = run_cycle(cfg, offline=offline, dry_run=True, no_smoke=no_smoke)
+    else:
+        report = locked_cycle(cfg, "check-now", offline=offline, no_smoke=no_smoke)
     if report.offline_note:
         click.echo(f"warning: {report.offline_note}", err=True)
     for item_id, err in sorted(report.item_errors.items()):
@@ -171,22 +181,46 @@ def _print_dry_run(report) -> None:
 
 @cli.command()
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--once", is_flag=True, help="Run one cycle (under the lock) and exit.")
+def serve(config_path: str, once: bool) -> None:
+    """Run the check-now cycle on a schedule until SIGTERM or Ctrl-C.
+
+    The first cycle runs at once, then one every [watcher] interval plus up to jitter. Cycles
+    never overlap (the data folder's lock is shared with check-now); a stop signal lets the
+    running cycle finish, then exits 0. One log line per cycle goes to stderr.
+
+    Example: GITHUB_TOKEN=... watcher -v serve --config watch.toml
+    """
+    from watcher.schedule import serve as run_service
+
+    cfg = _config(config_path)
+    sys.exit(run_service(cfg, once=once))
+
+
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the stored statuses as JSON.")
 def status(config_path: str, as_json: bool) -> None:
     """Show pages, blockers and items from the store, without polling.
+
+    Says how long ago the last check finished, and whether `serve` runs; warns on stderr when no
+    check finished for more than [watcher] stale_after x interval (checks have stopped).
 
     Example: watcher status
     """
     from watcher.evaluate import evaluate
     from watcher.render import item_view
+    from watcher.schedule import HEARTBEAT, freshness, freshness_lines
     from watcher.store import Store, utcnow
 
     cfg = _config(config_path)
     store = Store(cfg.db_path)
     try:
+        now = utcnow()
         items = store.items()
-        ev = evaluate(cfg, items, store.smoke_runs(), store.statuses(), utcnow())
+        ev = evaluate(cfg, items, store.smoke_runs(), store.statuses(), now)
         last = store.last_finished_cycle(polled_only=True)
+        fresh = freshness(cfg, last, store.heartbeat(HEARTBEAT), now)
     finally:
         store.close()
     if as_json:
@@ -194,6 +228,7 @@ def status(config_path: str, as_json: bool) -> None:
             json.dumps(
                 {
                     "last_checked": (last or {}).get("finished_at"),
+                    "freshness": fresh,
                     "pages": {
                         k: {"status": v.status, "reason": v.reason} for k, v in ev.pages.items()
                     },
@@ -207,7 +242,11 @@ def status(config_path: str, as_json: bool) -> None:
             )
         )
         return
-    click.echo(f"last checked: {(last or {}).get('finished_at') or 'never'}")
+    lines, warnings = freshness_lines(fresh)
+    for line in lines:
+        click.echo(line)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     rows = [("PAGE", "STATUS", "REASON")] + [(p, v.status, v.reason) for p, v in ev.pages.items()]
     rows += [("BLOCKER", "STATUS", "REASON")] + [
         (b, v.status, v.reason) for b, v in ev.blockers.items()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tempfile
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -259,6 +260,12 @@ def status_document(
             else None,
             "last_checked": last.get("finished_at"),
             "interval_s": cfg.settings.interval,
+            # Heartbeat contract for readers of a static copy (the site): when now is past
+            # stale_at, checks have stopped (no cycle finished for stale_after x interval).
+            "stale_after_s": cfg.settings.stale_after * cfg.settings.interval,
+            "stale_at": _plus_seconds(
+                last.get("finished_at"), cfg.settings.stale_after * cfg.settings.interval
+            ),
             "smoke": [
                 {
                     k: r.get(k)
@@ -280,6 +287,13 @@ def status_document(
             ],
         },
     }
+
+
+def _plus_seconds(stamp: str | None, seconds: float) -> str | None:
+    if not stamp:
+        return None
+    at = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ------------------------------------------------------------------ pages

@@ -216,6 +216,17 @@ class CommentStore:
             )
 
 
+@migrations()
+def m010_serve_heartbeat(db: sqlite_utils.Database) -> None:
+    """One row per long-running scheduler (`serve`): alive, when it beat, when it checks next."""
+    db.execute(
+        """CREATE TABLE heartbeats (
+            name TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at TEXT, beat_at TEXT,
+            next_run_at TEXT, interval_s REAL, cycles INTEGER NOT NULL DEFAULT 0,
+            stopped_at TEXT, stop_reason TEXT)"""
+    )
+
+
 class Store(CommentStore):
     """Thin, named operations over the database; callers never write SQL."""
 
@@ -459,3 +470,19 @@ class Store(CommentStore):
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [json.loads(r[0]) for r in self.db.execute(sql, params).fetchall()]
+
+    # -- heartbeats (serve: is the scheduler alive, and when does it check next?)
+    def beat(self, name: str, **fields: Any) -> None:
+        """Upsert the named heartbeat; only the given columns change."""
+        row = {"name": name, **fields}
+        cols = list(row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c != "name")
+        self.db.execute(
+            f"INSERT INTO heartbeats ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
+            f" ON CONFLICT(name) DO UPDATE SET {updates}",
+            [row[c] for c in cols],
+        )
+
+    def heartbeat(self, name: str = "serve") -> dict[str, Any] | None:
+        rows = self._rows("SELECT * FROM heartbeats WHERE name = ?", (name,))
+        return rows[0] if rows else None
