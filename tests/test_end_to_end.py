@@ -133,3 +133,32 @@ def test_offline_and_status_commands(world):
     r = watcher(["status"], folder, gh)
     assert r.returncode == 0
     assert "marlin-pad" in r.stdout and "superseded by #45295" in r.stdout
+
+
+def test_first_run_without_network_is_useful(tmp_path):
+    """A fresh clone with no network: a clear message and a readable page, never a traceback."""
+    shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
+    dead = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=f"http://127.0.0.1:{dead}")
+    r = subprocess.run(
+        [sys.executable, "-m", "watcher", "check-now"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+    assert "GitHub could not be read" in r.stderr and "nothing has been read yet" in r.stderr
+    assert "sglang: blocked — wrote" in r.stdout
+    page = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
+    assert "nothing has been read yet" in page
+    assert "## Watch list" in page and "vllm-project/vllm#40361" in page and "docker run" in page

@@ -227,28 +227,38 @@ def test_pagination_follows_link_across_three_pages(gh):
 def test_errors_never_change_state(gh, tmp_path, fault):
     """A failed request keeps the item's last known state, marked stale, with the error recorded."""
     gh.add_pull(REPO, 1, title="Marlin pad", state="open")
+    gh.add_commit("o/healthy", message="x", date="2026-01-01T00:00:00Z")
+    gh.add_release("o/healthy", "v1", published_at="2026-02-01T00:00:00Z")
     cfg_path = tmp_path / "watch.toml"
     cfg_path.write_text(
         f'[watcher]\ngithub_api_url = "{gh.url}"\ntimeout = "1s"\nmax_rate_limit_wait = "2s"\n'
         f'[[item]]\nid = "pr"\nrepo = "{REPO}"\nkind = "pull"\nnumber = 1\n'
+        '[[item]]\nid = "rel"\nrepo = "o/healthy"\nkind = "releases"\n'
+        '[[blocker]]\nid = "b"\ntitle = "B"\nitems = ["pr"]\n'
+        '[[page]]\nid = "p"\ntitle = "P"\noutput = "P.md"\nblockers = ["b"]\n'
     )
     cfg = parse_config(cfg_path.read_text(), cfg_path)
     first = run_cycle(cfg)
     assert first.item_errors == {}
     gh.fail("GET", r"/pulls/1$", **fault)
     second = run_cycle(cfg)
-    assert "pr" in second.item_errors
+    assert set(second.item_errors) == {"pr"}
     store = Store(cfg.db_path)
     row = store.items()["pr"]
     events = store.events()
     store.close()
     assert row["state"] == "open" and row["stale"] and row["error"]
-    assert [e for e in events if e["kind"] == "item"] and all(
-        e["new"] == "open" for e in events if e["kind"] == "item"
-    )
-    assert (
-        second.status["items"][0]["state"] == "open" and second.status["items"][0]["stale"] is True
-    )
+    item_events = [e for e in events if e["kind"] == "item" and e["subject"] == "pr"]
+    assert len(item_events) == 1 and item_events[0]["new"] == "open"  # no state change recorded
+    pr = second.status["items"][0]
+    assert pr["state"] == "open" and pr["stale"] is True and pr["error"] == row["error"]
+    # the error is shown, on the page and on the site, next to the kept state
+    page = (tmp_path / "P.md").read_text()
+    assert "pr could not be read on the last check" in page and "**open**" in page
+    site = (tmp_path / "site" / "index.html").read_text()
+    import html
+
+    assert "could not be read: " + row["error"] in html.unescape(site)
     # the next healthy cycle recovers
     gh.clear_faults()
     third = run_cycle(cfg)

@@ -141,8 +141,17 @@ def check_now(
         report = locked_cycle(cfg, "check-now", offline=offline, no_smoke=no_smoke)
     if report.offline_note:
         click.echo(f"warning: {report.offline_note}", err=True)
-    for item_id, err in sorted(report.item_errors.items()):
-        click.echo(f"warning: {item_id}: {err} (kept its last known state, marked stale)", err=True)
+    if report.item_errors and report.offline_note and report.mode != "offline":
+        click.echo(
+            f"warning: all {len(report.item_errors)} items kept their last known state;"
+            " run `watcher check-now` again once GitHub is reachable",
+            err=True,
+        )
+    else:
+        for item_id, err in sorted(report.item_errors.items()):
+            click.echo(
+                f"warning: {item_id}: {err} (kept its last known state, marked stale)", err=True
+            )
     log.info(report.summary())
     if as_json:
         click.echo(json.dumps(report.status, indent=2, sort_keys=True, ensure_ascii=False))

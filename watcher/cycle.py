@@ -350,9 +350,15 @@ def _cycle(
             report.item_errors = {i: o.error for i, o in observations.items() if o.error}
             if observations and len(report.item_errors) == len(observations):
                 first = next(iter(report.item_errors.values()))
+                known = [r["checked_at"] for r in store.items().values() if r.get("checked_at")]
+                shown = (
+                    f"the last known state (read {max(known)}) is shown, marked stale."
+                    if known
+                    else "nothing has been read yet, so the page lists the watch list and the "
+                    "recipes without live facts."
+                )
                 report.offline_note = (
-                    f"GitHub could not be read on the check at {at} ({first}); "
-                    "the last known state is shown."
+                    f"GitHub could not be read on the check at {at} ({first}); {shown}"
                 )
         elif offline:
             report.offline_note = "Rendered offline from the stored state; GitHub was not asked."
