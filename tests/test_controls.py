@@ -86,3 +86,30 @@ def test_snoozed_item_changes_are_marked(tmp_path):
         assert snoozed and snoozed[0]["snoozed"] is True
         others = [e for e in first.events if e["kind"] == "item" and e["subject"] != "vllm-40361"]
         assert others and not any(e["snoozed"] for e in others)
+
+
+def test_transitions_caused_by_snoozed_items_trigger_nothing(tmp_path):
+    """Snoozed: polled and shown, but its changes start no smoke run and post no comment."""
+    from datetime import UTC, datetime
+
+    from watcher.evaluate import evaluate
+    from watcher.notify import worth_a_comment
+    from watcher.store import Store
+    from watcher.trigger import due_recipes
+
+    cfg = load_config(REPO / "watch.toml")
+    page_event = {"kind": "page", "subject": "sglang", "old": "blocked", "new": "ready-to-test"}
+    assert worth_a_comment(dict(page_event))
+    assert not worth_a_comment(dict(page_event, data={"snoozed": True}))
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    items = {"vllm-40361": {"state": "merged"}}
+    ev = evaluate(cfg, items, [], {}, now)
+    assert ev.pages["sglang"].status == "ready-to-test"
+    store = Store(tmp_path / "w.db")
+    try:
+        assert [d.recipe for d in due_recipes(cfg, store, ev, [dict(page_event)], now)] == [
+            "sglang-nospec-tp1"
+        ]
+        assert due_recipes(cfg, store, ev, [dict(page_event, snoozed=True)], now) == []
+    finally:
+        store.close()

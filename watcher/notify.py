@@ -262,10 +262,15 @@ def notified_pages(cfg: Config) -> list[Page]:
 
 
 def worth_a_comment(event: dict[str, Any]) -> bool:
-    """Page blocked → ready-to-test → validated, regressed; a cleared blocker reproducing again."""
+    """Page blocked → ready-to-test → validated, regressed; a cleared blocker reproducing again.
+
+    Never for a transition that only snoozed items caused.
+    """
     old, new = event.get("old"), event.get("new")
     if not old or old == new:
         return False  # first sightings are not news
+    if (event.get("data") or {}).get("snoozed") or event.get("snoozed"):
+        return False  # caused only by snoozed items: the maintainers asked for quiet
     if event["kind"] == "page":
         return new in NOTIFY_PAGE_STATUSES
     if event["kind"] == "blocker":

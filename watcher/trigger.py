@@ -68,7 +68,9 @@ def due_recipes(
         and not _snoozed(cfg, e["subject"], now)
     }
     now_ready = {
-        e["subject"] for e in events if e.get("kind") == "page" and e.get("new") == "ready-to-test"
+        e["subject"]
+        for e in events
+        if e.get("kind") == "page" and e.get("new") == "ready-to-test" and not e.get("snoozed")
     }
     latest = latest_target_runs(store.smoke_runs(limit=500))
     max_age = timedelta(seconds=cfg.smoke.validation_max_age)
