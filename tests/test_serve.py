@@ -241,6 +241,21 @@ def test_check_now_exits_75_naming_the_holder_while_the_lock_is_held(gh, tmp_pat
     assert ok.returncode == 0, ok.stderr
 
 
+def test_comment_writes_wait_for_the_cycle_lock(gh, tmp_path):
+    """`watcher comment` and a cycle never post at once: writing comments takes the same lock."""
+    config = write_config(tmp_path, lock_timeout="0.3s")
+    text = config.read_text() + '\n[notify]\nenabled = true\nrepo = "o/guide"\nissue = 1\n'
+    config.write_text(text)
+    with cycle_lock(tmp_path / "data", 0, "test-holder"):
+        busy = CliRunner().invoke(cli, ["comment", "--config", str(config)], env=env_for(gh))
+        dry = CliRunner().invoke(
+            cli, ["comment", "--config", str(config), "--dry-run"], env=env_for(gh)
+        )
+    assert busy.exit_code == 75, busy.output
+    assert "test-holder" in busy.output
+    assert dry.exit_code == 0, dry.output
+
+
 def test_dry_run_needs_no_lock(gh, tmp_path):
     config = write_config(tmp_path, lock_timeout="0s")
     with cycle_lock(tmp_path / "data", 0, "test-holder"):

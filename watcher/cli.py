@@ -352,13 +352,22 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
     from watcher.store import Store, utcnow
 
     cfg = _config(config_path)
-    store = Store(cfg.db_path)
-    try:
-        now = utcnow()
-        ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
-        result = run_notify(cfg, store, ev, now=now, dry_run=dry_run)
-    finally:
-        store.close()
+    from contextlib import nullcontext
+
+    from watcher.lock import cycle_lock
+
+    # Writing comments shares the cycle's lock: a cycle and `comment` never post the same event.
+    writes = cfg.notify.enabled and not dry_run
+    with (
+        cycle_lock(cfg.data_dir, cfg.settings.lock_timeout, "comment") if writes else nullcontext()
+    ):
+        store = Store(cfg.db_path)
+        try:
+            now = utcnow()
+            ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+            result = run_notify(cfg, store, ev, now=now, dry_run=dry_run)
+        finally:
+            store.close()
     if as_json:
         click.echo(json.dumps(result.as_dict(bodies=True), indent=2, ensure_ascii=False))
     else:
