@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,14 @@ def world(tmp_path):
         real_threads(gh)
         shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
         yield gh, tmp_path
+
+
+def unreachable_url() -> str:
+    """A loopback port nobody listens on: connections are refused at once, like a dead GitHub."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
 
 
 def watcher(args, cwd: Path, gh: FakeGitHub, **env):
@@ -88,16 +97,7 @@ def test_check_now_renders_the_truth(world):
 def test_unreachable_github_renders_last_known_state(world):
     gh, folder = world
     assert watcher(["check-now", "--no-smoke"], folder, gh).returncode == 0
-    dead = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=f"http://127.0.0.1:{dead}")
+    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=unreachable_url())
     r = subprocess.run(
         [sys.executable, "-m", "watcher", "check-now", "--no-smoke"],
         cwd=folder,
@@ -138,16 +138,7 @@ def test_offline_and_status_commands(world):
 def test_first_run_without_network_is_useful(tmp_path):
     """A fresh clone with no network: a clear message and a readable page, never a traceback."""
     shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
-    dead = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=f"http://127.0.0.1:{dead}")
+    env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=unreachable_url())
     r = subprocess.run(
         [sys.executable, "-m", "watcher", "check-now"],
         cwd=tmp_path,

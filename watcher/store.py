@@ -257,6 +257,28 @@ class Store(CommentStore):
             raise
         self.db.execute("COMMIT")
 
+    def _select(
+        self,
+        table: str,
+        where: dict[str, Any],
+        order: str,
+        limit: int | None,
+        cols: str = "*",
+        json_cols: tuple[str, ...] = (),
+    ) -> list[dict[str, Any]]:
+        """SELECT with AND-ed `clause -> value` filters (clauses are ours, values are bound)."""
+        sql = f"SELECT {cols} FROM {table}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {order}"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._rows(sql, list(where.values()))
+        for r in rows:
+            for c in json_cols:
+                r[c] = json.loads(r[c]) if r[c] else None
+        return rows
+
     def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
         cur = self.db.execute(sql, params)
         cols = [c[0] for c in cur.description]
@@ -328,18 +350,8 @@ class Store(CommentStore):
     def observations(
         self, item_id: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM observations"
-        params: list[Any] = []
-        if item_id:
-            sql += " WHERE item_id = ?"
-            params.append(item_id)
-        sql += " ORDER BY id DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        rows = self._rows(sql, params)
-        for r in rows:
-            r["data"] = json.loads(r["data"]) if r["data"] else None
-        return rows
+        where = {"item_id = ?": item_id} if item_id else {}
+        return self._select("observations", where, "id DESC", limit, json_cols=("data",))
 
     # -- events
     def add_event(
@@ -371,18 +383,10 @@ class Store(CommentStore):
     def events(
         self, after: int = 0, upto: int | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        sql = "SELECT * FROM events WHERE id > ?"
-        params: list[Any] = [after]
+        where: dict[str, Any] = {"id > ?": after}
         if upto is not None:
-            sql += " AND id <= ?"
-            params.append(upto)
-        sql += " ORDER BY id DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        rows = self._rows(sql, params)
-        for r in rows:
-            r["data"] = json.loads(r["data"]) if r["data"] else None
-        return rows
+            where["id <= ?"] = upto
+        return self._select("events", where, "id DESC", limit, json_cols=("data",))
 
     def last_event_id(self) -> int:
         return self.db.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
@@ -461,15 +465,9 @@ class Store(CommentStore):
         self, recipe: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
         """Newest first."""
-        sql = "SELECT doc FROM smoke_runs"
-        params: list[Any] = []
-        if recipe:
-            sql += " WHERE recipe = ?"
-            params.append(recipe)
-        sql += " ORDER BY started_at DESC, run_id DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [json.loads(r[0]) for r in self.db.execute(sql, params).fetchall()]
+        where = {"recipe = ?": recipe} if recipe else {}
+        rows = self._select("smoke_runs", where, "started_at DESC, run_id DESC", limit, cols="doc")
+        return [json.loads(r["doc"]) for r in rows]
 
     # -- heartbeats (serve: is the scheduler alive, and when does it check next?)
     def beat(self, name: str, **fields: Any) -> None:
