@@ -145,6 +145,22 @@ def test_hang_times_out_as_hang(tmp_path):
     assert doc["teardown"]["leftovers"] == []
 
 
+def test_fatal_line_then_hang_stops_early_with_its_signature(tmp_path):
+    """A scheduler that died while the server process waits forever: no 20-s wait, named failure."""
+    line = "RuntimeError: size_n = 96 is not divisible by tile_n_size = 64"
+    cfg_path = write_config(
+        tmp_path, engine_command("--mode", "hang", "--log-text", line), startup_timeout=20.0
+    )
+    started = time.monotonic()
+    _, doc = run(cfg_path)
+    took = time.monotonic() - started
+    assert doc["outcome"] == "failed" and doc["signature"] == "marlin-tile-n"
+    assert doc["blockers_reproduced"] == ["marlin-pad"]
+    assert "stopped early" in doc["reason"]
+    assert took < 18, took  # did not sit out the 20 s startup timeout (grace: a quarter of it)
+    assert doc["teardown"]["leftovers"] == []
+
+
 def test_children_ignoring_sigterm_are_killed_and_nothing_is_left(tmp_path):
     pid_file = tmp_path / "pids"
     cfg_path = write_config(

@@ -35,7 +35,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--mode", choices=("ready", "crash", "hang", "ignore-term"), default="ready")
     p.add_argument("--ready-delay", type=float, default=0.5)
     p.add_argument("--log-file", help="crash mode: print this file, then exit")
-    p.add_argument("--log-text", default="", help="crash mode: print this text, then exit")
+    p.add_argument("--log-text", default="", help="crash: print this text, then exit; hang: print it, then hang")
     p.add_argument("--exit-code", type=int, default=1)
     p.add_argument("--children", type=int, default=0)
     p.add_argument("--answer", default="Paris.")
@@ -214,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         return a.exit_code
     print("[fakeengine] Load weight begin.", flush=True)
     if a.mode == "hang":
+        # like a server whose scheduler died: it logs the failure, then waits forever
+        text = Path(a.log_file).read_text(encoding="utf-8") if a.log_file else a.log_text
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
         while True:
             time.sleep(3600)
     time.sleep(a.ready_delay)

@@ -50,6 +50,9 @@ KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the kernel to reap
 # ---------------------------------------------------------------- argv
 
 
+FATAL_GRACE_S = 30.0  # how long a run may still become ready after logging a known failure
+
+
 def new_run_id(recipe_id: str) -> str:
     """Sortable and unique: <recipe>-<UTC time>-<4 hex>."""
     return f"{recipe_id}-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
@@ -407,20 +410,73 @@ def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
 
 @dataclass
 class _Wait:
-    state: str  # ready | died | timeout
+    state: str  # ready | died | timeout | fatal
     startup_s: float
     exit_code: int | None = None
+    signature: str | None = None  # fatal: the family seen in the log
 
 
-def wait_ready(proc: subprocess.Popen, url: str, timeout: float) -> _Wait:
-    """Poll `url` until it answers 200, the process dies, or the deadline passes."""
+class LogWatch:
+    """Scans what the engine has logged so far for a known failure, reading only new bytes.
+
+    Engines often log a fatal error in a worker and then hang instead of exiting (the main
+    process waits on a dead scheduler); without this a run sits out its whole startup_timeout.
+    """
+
+    OVERLAP = 8192  # keep the end of the previous read so a message wrapped across reads matches
+
+    def __init__(self, log_path: Path, classifier: Classifier, every: float = 1.0):
+        self.log_path, self.classifier, self.every = log_path, classifier, every
+        self.offset = 0
+        self.carry = b""
+        self.next_scan = 0.0
+
+    def check(self) -> str | None:
+        now = time.monotonic()
+        if now < self.next_scan:
+            return None
+        self.next_scan = now + self.every
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.offset)
+                new = f.read(4 << 20)
+        except OSError:
+            return None
+        if not new:
+            return None
+        self.offset += len(new)
+        chunk = self.carry + new
+        self.carry = chunk[-self.OVERLAP :]
+        finding = self.classifier.scan_blocks([chunk])
+        return finding.id if finding else None
+
+
+def wait_ready(
+    proc: subprocess.Popen,
+    url: str,
+    timeout: float,
+    watch: LogWatch | None = None,
+    fatal_grace: float = 30.0,
+) -> _Wait:
+    """Poll `url` until it answers 200, the process dies, or the deadline passes.
+
+    With `watch`, a known failure in the log that is not followed by readiness within
+    `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running.
+    """
     started = time.monotonic()
     deadline = started + timeout
     interval = 0.1
+    fatal: tuple[str, float] | None = None
     with httpx.Client(timeout=5.0, trust_env=False) as client:
         while True:
             if proc.poll() is not None:
                 return _Wait("died", time.monotonic() - started, proc.returncode)
+            if watch is not None and fatal is None:
+                seen = watch.check()
+                if seen:
+                    fatal = (seen, time.monotonic() + fatal_grace)
+            if fatal is not None and time.monotonic() >= fatal[1]:
+                return _Wait("fatal", time.monotonic() - started, signature=fatal[0])
             try:
                 r = client.get(url, timeout=max(0.2, min(5.0, deadline - time.monotonic())))
                 if r.status_code == 200:
@@ -586,7 +642,14 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
     log.info("smoke %s: launched pid %s, log %s", run_id, proc.pid, log_path)
     td: Teardown | None = None
     try:
-        wait = wait_ready(proc, base + recipe.ready_path, recipe.startup_timeout)
+        watch = LogWatch(log_path, Classifier(all_signatures(cfg.signatures)))
+        wait = wait_ready(
+            proc,
+            base + recipe.ready_path,
+            recipe.startup_timeout,
+            watch=watch,
+            fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
+        )
         if wait.state == "ready":
             doc["stage_reached"] = "ready"
             doc["metrics"]["startup_s"] = round(wait.startup_s, 2)
@@ -638,6 +701,12 @@ def _verdict(
         doc["reason"] = "passed: " + ", ".join(parts) + "".join(f"; {n}" for n in notes)
     elif wait is None:
         pass  # runner error, reason already set
+    elif wait.state == "fatal":
+        doc["outcome"] = "failed"
+        doc["reason"] = (
+            f"logged a known failure and was still not ready {wait.startup_s:.0f} s after launch;"
+            " stopped early instead of waiting out the startup timeout"
+        )
     elif wait.state == "died":
         doc["outcome"] = "failed"
         doc["reason"] = f"exited with code {wait.exit_code} before becoming ready"
