@@ -35,7 +35,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--mode", choices=("ready", "crash", "hang", "ignore-term"), default="ready")
     p.add_argument("--ready-delay", type=float, default=0.5)
     p.add_argument("--log-file", help="crash mode: print this file, then exit")
-    p.add_argument("--log-text", default="", help="crash: print this text, then exit; hang: print it, then hang")
+    p.add_argument(
+        "--log-text",
+        default="",
+        help="crash: print this text, then exit; hang: print it, then hang",
+    )
     p.add_argument("--exit-code", type=int, default=1)
     p.add_argument("--children", type=int, default=0)
     p.add_argument("--answer", default="Paris.")
