@@ -220,16 +220,10 @@ def render_pages(
     """Render every page; record a new page version when new events belong on it."""
     items = store.items()
     runs = store.smoke_runs(limit=200)
-    last = store.last_finished_cycle(polled_only=True)
+    # the newest successful read of any item; before any, the last polling cycle's end
     last_checked = max(
         (r["checked_at"] for r in items.values() if r.get("checked_at")), default=None
-    )
-    if (
-        last
-        and last.get("finished_at")
-        and (not last_checked or last["finished_at"] > last_checked)
-    ):
-        last_checked = last_checked or last["finished_at"]
+    ) or (store.last_finished_cycle(polled_only=True) or {}).get("finished_at")
     newest = store.last_event_id()
     out = {}
     for page in cfg.pages:
