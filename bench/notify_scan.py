@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.fakegithub import FakeGitHub  # noqa: E402
+from watcher.fakes.github import FakeGitHub  # noqa: E402
 from watcher.notify import GithubComments, carries, status_marker  # noqa: E402
 
 

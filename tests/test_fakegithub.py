@@ -19,7 +19,8 @@ import httpx
 import pytest
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
-from watcher.fakegithub import VLLM, FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import VLLM, real_threads
 
 AUTH = {"Authorization": "Bearer test-token"}
 ISSUE = "GET /repos/{owner}/{repo}/issues/{issue_number}"
