@@ -686,6 +686,12 @@ def test_repository_and_branches(fake_github, guide, api, spec):
     assert api.get("/repos/club/guide/branches/trunk").json()["commit"]["sha"] == third["sha"]
     assert api.get("/repos/club/guide/branches/main").json()["commit"]["sha"] == guide["second"]
     assert api.get("/repos/club/guide/branches/nope").status_code == 404
+    ref = _needs_304(api, "/repos/club/guide/git/ref/heads/release/v1").json()
+    validate(spec, "GET /repos/{owner}/{repo}/git/ref/{ref}", "200", ref)
+    assert (ref["ref"], ref["object"]["sha"]) == ("refs/heads/release/v1", guide["first"])
+    fake_github.add_tag("club/guide", "v1", guide["first"])
+    assert api.get("/repos/club/guide/git/ref/tags/v1").json()["object"]["sha"] == guide["first"]
+    assert api.get("/repos/club/guide/git/ref/tags/v9").status_code == 404
     with pytest.raises(ValueError):
         fake_github.set_branch("club/guide", "x", "f" * 40)
 

@@ -217,3 +217,13 @@ def tree_entry(gh: FakeGitHub, r: Repo, path: str, kind: str, ident: str, size: 
     if size is not None:
         entry["size"] = size
     return entry
+
+
+def ref_json(gh: FakeGitHub, r: Repo, ref: str, target: str) -> dict:
+    api = api_url(gh, r)
+    return {
+        "ref": ref,
+        "node_id": node("Ref", num("ref", r.full_name, ref)),
+        "url": f"{api}/git/{ref}",
+        "object": {"type": "commit", "sha": target, "url": f"{api}/git/commits/{target}"},
+    }

@@ -1,4 +1,4 @@
-"""The repository, its branches, file contents at a ref and git trees.
+"""The repository, its branches and git refs, file contents at a ref and git trees.
 
 A ref or path the state knows nothing about is 404; a commit whose files the state cannot
 tell (`Unknown`, e.g. a replay without that object) is 503, because unknown is not missing.
@@ -14,6 +14,7 @@ from watcher.fakes.github.shapes import repo_json
 from watcher.fakes.github.shapes_git import (
     branch_json,
     content_json,
+    ref_json,
     tree_entry,
     tree_json,
     trees_of,
@@ -115,3 +116,14 @@ def get_tree(gh: FakeGitHub, ctx: Ctx) -> Reply:
         if recursive:
             entries.sort(key=lambda e: e["path"])
         return gh._json(tree_json(gh, r, dirs[folder][0], entries))
+
+
+def get_ref(gh: FakeGitHub, ctx: Ctx) -> Reply:
+    """git/ref/heads/{branch} or git/ref/tags/{tag}: the commit it points at (tags are light)."""
+    with gh._lock:
+        r = ctx.repo
+        kind, _, name = ctx.params["ref"].partition("/")
+        table = {"heads": r.git.branches, "tags": r.git.tags}.get(kind, {})
+        if name not in table:
+            raise HTTPError(404, "Not Found")
+        return gh._json(ref_json(gh, r, f"refs/{kind}/{name}", table[name]))
