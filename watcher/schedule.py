@@ -42,9 +42,27 @@ def locked_cycle(
     cycle: CycleFn = run_cycle,
     **kwargs: Any,
 ) -> CycleReport:
-    """One cycle under the data folder's lock: what `check-now` and every `serve` tick run."""
+    """One cycle under the data folder's lock: what `check-now` and every `serve` tick run.
+
+    First, smoke runs a killed watcher left `started` are torn down and marked `interrupted`.
+    """
     with cycle_lock(cfg.data_dir, cfg.settings.lock_timeout, command, stop=stop):
+        recover_smoke_runs(cfg)
         return cycle(cfg, **kwargs)
+
+
+def recover_smoke_runs(cfg: Config) -> None:
+    """Never stops the cycle: a failure here is logged, and tried again next time."""
+    from watcher.smoke import recover_interrupted
+
+    try:
+        store = Store(cfg.db_path)
+        try:
+            recover_interrupted(cfg, store)
+        finally:
+            store.close()
+    except Exception as e:  # noqa: BLE001 (the cycle matters more than the clean-up)
+        log.warning("could not check for interrupted smoke runs: %s", e)
 
 
 class Service:
