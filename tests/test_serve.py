@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -376,16 +378,40 @@ def test_the_schedule_follows_the_config(tmp_path):
     assert job.func == service._tick
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
 def test_a_lock_file_we_may_not_write_still_locks(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    lock_path(data).write_text("")
-    lock_path(data).chmod(0o444)
-    with cycle_lock(data, 0, "first"):
-        with pytest.raises(LockBusy, match="pid unknown"):
-            with cycle_lock(data, 0, "second"):
-                pass
+    """Run in a forked child that may not write the lock file: as root (how CI runs) the child
+    drops to `nobody`, since root may write any file; otherwise the file is made read-only."""
+    data = Path(tempfile.mkdtemp(prefix="watcher-ro-lock-"))
+    try:
+        data.chmod(0o755)
+        lock_path(data).write_text("")
+        lock_path(data).chmod(0o444 if os.geteuid() else 0o644)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 3
+            try:
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                with open(lock_path(data), "a"):
+                    pass
+            except PermissionError:  # as it should: the file is not ours to write
+                try:
+                    with cycle_lock(data, 0, "first"):
+                        try:
+                            with cycle_lock(data, 0, "second"):
+                                code = 1  # both got the lock
+                        except LockBusy as e:
+                            code = 0 if "pid unknown" in str(e) else 2
+                except BaseException:
+                    code = 4
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def test_an_unusable_data_folder_is_a_clear_error(tmp_path):
