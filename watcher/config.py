@@ -612,6 +612,8 @@ def parse_config(text: str, path: Path) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: arrays or tables are nested too deeply to read") from None
     unknown = sorted(set(data) - set(TOP_LEVEL))
     if unknown:
         raise ConfigError(
