@@ -1,5 +1,6 @@
 """Broken surroundings — a damaged database, a full disk, a read-only data folder, a config nested
-too deeply — give one line naming the file and an exit code, never a traceback."""
+too deeply — give one line naming the file and an exit code, never a traceback; upstream text never
+drives the terminal."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import pytest
 from smokekit import engine_command, write_config
+
+from watcher.config import load_config
+from watcher.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -104,3 +108,30 @@ def test_a_read_only_data_folder_is_one_line(tmp_path):
         out = watcher("check-now", "--offline", "--config", str(config), cwd=tmp_path)
         assert out.returncode == 1
         one_clean_line(out, str(data), "Read-only file system")
+
+
+HOSTILE_TITLE = (
+    "Fix \x1b]8;;https://evil.example\x07the loader\x1b]8;;\x07 \x1b[2J\x1b[31mpad"
+    "\x1b]0;pwned\x07\r\u202eoverride\x9b"
+)
+
+
+def test_status_and_explain_strip_terminal_escapes(tmp_path):
+    assert watcher("init", ".", cwd=tmp_path).returncode == 0
+    assert watcher("check-now", "--offline", cwd=tmp_path).returncode == 0
+    cfg = load_config(tmp_path / "watch.toml")
+    item = cfg.items[0]
+    store = Store(cfg.db_path)
+    try:
+        store.upsert_item(
+            {"id": item.id, "repo": item.repo, "kind": item.kind, "number": item.number,
+             "title": HOSTILE_TITLE, "state": "open", "stale": 0}
+        )  # fmt: skip
+    finally:
+        store.close()
+    for command in (["status"], ["explain", item.id]):
+        out = watcher(*command, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert "Fix the loader pad" in out.stdout.replace("  ", " "), out.stdout
+        for bad in ("\x1b", "\x07", "\r", "\u202e", "\x9b"):
+            assert bad not in out.stdout + out.stderr, (command, bad)

@@ -68,6 +68,19 @@ def _database_error(e: sqlite3.Error, cfg: Config | None) -> str:
     return f"{db}: {text} ({hint})"
 
 
+# Escape sequences (CSI, OSC such as hyperlinks and title changes, two-byte ESC), C0/C1 controls
+# but tab and newline, and bidi overrides: upstream titles must not drive the reader's terminal.
+_TERMINAL_UNSAFE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_safe(text: str) -> str:
+    """Text as it may be printed to a terminal: no escape sequences, no control characters."""
+    return _TERMINAL_UNSAFE.sub("", text)
+
+
 class _Group(click.Group):
     """Turns WatcherError — and disk, database and permission failures — into one line and an
     exit code, never a traceback."""
@@ -292,9 +305,9 @@ def status(config_path: str, as_json: bool) -> None:
         return
     lines, warnings = freshness_lines(fresh)
     for line in lines:
-        click.echo(line)
+        click.echo(terminal_safe(line))
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {terminal_safe(warning)}", err=True)
     rows = [("PAGE", "STATUS", "REASON")] + [(p, v.status, v.reason) for p, v in ev.pages.items()]
     rows += [("BLOCKER", "STATUS", "REASON")] + [
         (b, v.status, v.reason) for b, v in ev.blockers.items()
@@ -312,7 +325,7 @@ def status(config_path: str, as_json: bool) -> None:
     for r in rows:
         if r[0].isupper():
             click.echo("")
-        click.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}")
+        click.echo(terminal_safe(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}"))
 
 
 @cli.command()
@@ -339,7 +352,9 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
     finally:
         store.close()
     doc = build(cfg, target, items, ev, runs)
-    click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else format_text(doc))
+    click.echo(
+        json.dumps(doc, indent=2, sort_keys=True) if as_json else terminal_safe(format_text(doc))
+    )
 
 
 @cli.command("build-site")
