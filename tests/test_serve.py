@@ -12,12 +12,13 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from watcher import schedule
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.errors import LockBusy, WatcherError
@@ -442,3 +443,41 @@ def test_status_tells_a_killed_serve_from_a_running_one(gh, tmp_path):
         proc.communicate()
     killed = CliRunner().invoke(cli, ["status", "--config", str(config)])
     assert f"serve: pid {proc.pid} is gone without stopping (killed or crashed?)" in killed.stdout
+
+
+def test_a_clock_stepped_back_moves_the_next_cycle_with_it(tmp_path, monkeypatch):
+    """APScheduler plans in wall-clock time; serve keeps the interval a monotonic one."""
+    monkeypatch.setattr(schedule, "CLOCK_CHECK_S", 0.05)
+    service = Service(load_config(write_config(tmp_path, interval="1h")))
+    offset = [0.0]
+    service.wall = lambda: time.time() - offset[0]
+    scheduler = service.build_scheduler()
+    service._scheduler = scheduler
+    scheduler.start(paused=True)
+    try:
+        planned = datetime.now(UTC) + timedelta(minutes=30)
+        scheduler.get_job("cycle").modify(next_run_time=planned)
+        watcher = threading.Thread(target=service._watch_the_clock)
+        watcher.start()
+        time.sleep(0.2)
+        offset[0] = 3600.0  # the wall clock steps back an hour
+        deadline = time.monotonic() + 5
+        while scheduler.get_job("cycle").next_run_time == planned and time.monotonic() < deadline:
+            time.sleep(0.02)
+        service.stop.set()
+        watcher.join(timeout=5)
+        moved = scheduler.get_job("cycle").next_run_time
+        assert abs((planned - moved).total_seconds() - 3600) < 5, moved
+    finally:
+        service.stop.set()
+        scheduler.shutdown(wait=False)
+
+
+def test_status_never_calls_a_future_stamp_stale_or_negative(tmp_path):
+    cfg = load_config(write_config(tmp_path, interval="30m"))
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    future = {"finished_at": "2026-01-01T05:00:00Z"}  # written before the clock stepped back
+    f = schedule.freshness(cfg, future, None, now)
+    assert f["age_s"] == 0 and f["stale"] is False
+    assert f["last_checked"] == "2026-01-01T05:00:00Z"
+    assert f["stale_at"] == "2026-01-01T01:30:00Z"
