@@ -256,6 +256,18 @@ class RunProcesses:
                     os.waitpid(int(entry), os.WNOHANG)
 
 
+def session_pids(sid: int) -> list[tuple[int, int]]:
+    """Live (pid, pgid) of the processes in session `sid` alone (RunProcesses finds a whole run)."""
+    if not os.path.isdir("/proc/self"):
+        return RunProcesses(sid, "").pids()
+    out = []
+    for entry in os.listdir("/proc"):
+        st = _proc_stat(int(entry)) if entry.isdigit() else None
+        if st and st[2] == sid and st[0] not in ("Z", "X"):
+            out.append((int(entry), st[1]))
+    return out
+
+
 def _signal_run(procs: RunProcesses, sig: int) -> None:
     live = procs.pids()
     groups = ({pgid for _pid, pgid in live} | {procs.sid}) - {os.getpgrp()}
