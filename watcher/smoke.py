@@ -108,8 +108,9 @@ RUN_MARKER = "WATCHER_SMOKE_RUN"  # set in the engine's environment: finds its p
 SAFE_ENV = frozenset(
     {
         "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-        "CUDA_VISIBLE_DEVICES", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG",
-        "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH",  # where CUDA is found
+        "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",  # where models are cached (no credentials)
+        "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
     }
 )  # fmt: skip
 SAFE_PREFIXES = ("LC_", "NVIDIA_")
