@@ -618,3 +618,57 @@ def test_a_flood_of_output_is_capped_and_the_failure_still_named(tmp_path, monke
     assert doc["outcome"] == "failed"
     assert doc["signature"] == "marlin-tile-n", doc["reason"]
     assert doc["blockers_reproduced"] == ["marlin-pad"]
+
+
+def test_the_next_start_removes_the_container_a_killed_watcher_left(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_docker(bin_dir)
+    state = tmp_path / "docker-state"
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        [
+            "docker", "run", "--rm", "-p", "{port}:{port}", "fake/sglang:latest",
+            "python", "-m", "watcher.fakeengine", "--port", "{port}", "--mode", "hang",
+            "--pid-file", str(pid_file),
+        ],
+        startup_timeout=120,
+        extra=f'FAKE_DOCKER_STATE = "{state}"',
+    )  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=f"{bin_dir}:/usr/bin:/bin")
+    env["FAKE_DOCKER_STATE"] = str(state)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--any-hardware", "--run-id", "r-docker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while not pids_from(pid_file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = pids_from(pid_file)
+    try:
+        assert len(pids) == 1
+        watcher.kill()
+        watcher.wait()
+        assert (state / "watcher-r-docker").exists()  # the "container" outlived watcher
+        with_path(monkeypatch, bin_dir)
+        monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+        cfg = load_config(cfg_path)
+        locked_cycle(cfg, "check-now", cycle=lambda cfg, **kw: None)
+        calls = [json.loads(x) for x in (state / "calls.jsonl").read_text().splitlines()]
+        assert ["rm", "-f", "watcher-r-docker"] in calls
+        assert not (state / "watcher-r-docker").exists()
+        store = Store(cfg.db_path)
+        try:
+            (row,) = store.smoke_runs()
+        finally:
+            store.close()
+        assert row["outcome"] == "interrupted"
+        assert "container watcher-r-docker removed" in row["reason"], row["reason"]
+        assert [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
