@@ -672,11 +672,11 @@ class LogPump(threading.Thread):
         with open(self.log_path, "ab") as out:
             for raw in iter(lambda: self.stream.readline(self.MAX_LINE), b""):
                 data = redact(raw.decode("utf-8", "replace")).encode("utf-8")
-                with self._lock:
-                    if self.seen is None:
+                if self.seen is None:  # once a failure is seen, nothing more to watch for
+                    with self._lock:
                         self._unscanned += data
-                if len(self._unscanned) >= SCAN_BYTES:
-                    self.check()
+                    if len(self._unscanned) >= SCAN_BYTES:
+                        self.check()
                 if self.head_left >= len(data) and not self.tail:
                     self.head_left -= len(data)
                     out.write(data)
