@@ -6,7 +6,9 @@ Schema changes go through sqlite-utils `Migrations`, so an old database upgrades
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -234,6 +236,8 @@ class Store(CommentStore):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # private: SQLite's WAL files copy the mode
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self.db = sqlite_utils.Database(conn)
             self.db.execute("PRAGMA journal_mode=WAL")
