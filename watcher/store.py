@@ -459,11 +459,13 @@ class Store(CommentStore):
             ),
         )
 
-    def count_smoke_runs_since(self, at: str) -> int:
-        """Runs started at or after `at` (the daily budget counts these)."""
-        return self.db.execute(
-            "SELECT COUNT(*) FROM smoke_runs WHERE started_at >= ?", (at,)
-        ).fetchone()[0]
+    def count_smoke_runs_since(self, at: str, until: str | None = None) -> int:
+        """Runs started at or after `at` (and, given `until`, no later): the daily budget."""
+        sql, args = "SELECT COUNT(*) FROM smoke_runs WHERE started_at >= ?", [at]
+        if until is not None:
+            sql += " AND started_at <= ?"
+            args.append(until)
+        return self.db.execute(sql, args).fetchone()[0]
 
     def smoke_runs(
         self, recipe: str | None = None, limit: int | None = None
