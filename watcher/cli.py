@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -409,6 +408,8 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
 
     Example: watcher smoke sglang-nospec-tp1 --config watch.toml --json
     """
+    import sqlite3
+
     from watcher.smoke import recipe_or_error, record_run, run_recipe
     from watcher.store import Store
 

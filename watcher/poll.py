@@ -13,11 +13,13 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from watcher.config import Item
 from watcher.errors import GitHubError
-from watcher.github import GitHubClient
+
+if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
+    from watcher.github import GitHubClient
 
 PULL_STATES = ("open", "draft", "merged", "closed")
 ISSUE_STATES = ("open", "completed", "not_planned", "closed")
