@@ -49,7 +49,7 @@ class Finding:
         return self.signature.id
 
 
-MIN_LITERAL = 2  # shorter literal runs are dropped from a requirement (dropping only loosens it)
+MIN_LITERAL = 3  # shorter runs ("is", "of") are dropped: they only slow the pass, never decide it
 # Non-ASCII characters that Python's re.IGNORECASE matches to an ASCII letter (checked by a test
 # against every code point): folded to that letter before the literal pass, so it misses nothing.
 FOLD = ((b"\xc4\xb0", b"i"), (b"\xc4\xb1", b"i"), (b"\xe2\x84\xaa", b"k"), (b"\xc5\xbf", b"s"))
@@ -77,6 +77,24 @@ class Need:
         test = all if self.op == "all" else any
         return not self.parts or test(
             present(p) if isinstance(p, str) else p.holds(present) for p in self.parts
+        )
+
+    def cover(self) -> frozenset[str] | None:
+        """A few literals one of which every match contains (None: no such set): a quick first
+        test, so the pure-Python finder looks for two or three literals per family, not all."""
+        if not self.parts:
+            return None
+        if self.op == "any":
+            covers = [p.cover() if isinstance(p, Need) else frozenset([p]) for p in self.parts]
+            if None in covers:
+                return None
+            union = frozenset().union(*covers)  # "memory" covers "outofmemoryerror" too
+            return frozenset(a for a in union if not any(b != a and b in a for b in union))
+        covers = [p.cover() if isinstance(p, Need) else frozenset([p]) for p in self.parts]
+        covers = [c for c in covers if c]
+        # fewest literals, as long as they are not tiny; then the longest
+        return max(
+            covers, key=lambda c: (min(map(len, c)) >= 4, -len(c), min(map(len, c))), default=None
         )
 
     def literals(self) -> set[str]:
@@ -275,6 +293,7 @@ class Classifier:
         self.signatures = tuple(signatures if signatures is not None else all_signatures())
         self._compiled = [re.compile(s.pattern) for s in self.signatures]
         self._needs = [requirement(s.pattern) for s in self.signatures]
+        self._covers = [sorted(n.cover() or (), key=len, reverse=True) for n in self._needs]
         literals = set().union(*(n.literals() for n in self._needs))
         self.engine = literal_engine(literals, engine)
 
@@ -296,7 +315,8 @@ class Classifier:
             present = self.engine.present(data)  # one pass: which literals occur in this block
             text = None
             for i in range(best_index):
-                if not self._needs[i].holds(present):
+                cover = self._covers[i]
+                if cover and not any(map(present, cover)) or not self._needs[i].holds(present):
                     continue
                 text = _decode(data) if text is None else text
                 span = self._search(i, data, text)
