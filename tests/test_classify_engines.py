@@ -153,3 +153,20 @@ def test_fold_table_is_what_python_ignorecase_does():
 def test_every_builtin_family_has_literals():
     for s in BUILTIN:
         assert requirement(s.pattern).literals(), s.id
+
+
+def test_line_numbers_counted_on_demand_match_those_counted_as_it_goes(tmp_path):
+    """scan(path) counts newlines only once something matched, by reading the file again."""
+    lines = [f"[2026-11-30 12:00:00] step {i} " + "x" * 60 for i in range(60_000)]  # ~5 MiB
+    lines[20_000] = "torch.OutOfMemoryError: CUDA out of memory."  # block 2
+    lines[50_000] = "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error"  # wins
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    for engine in ENGINES:
+        c = Classifier(engine=engine)
+        on_demand = c.scan(log)
+        as_it_goes = c.scan_blocks(
+            log.read_bytes()[i : i + (1 << 20)] for i in range(0, log.stat().st_size, 1 << 20)
+        )
+        assert (on_demand.id, on_demand.line_no) == ("nccl", 50_001), engine
+        assert on_demand == as_it_goes, engine
