@@ -246,9 +246,13 @@ def main() -> None:
             sizes[days] = (counts, (tmp / f"{days}d" / "data" / "watcher.db").stat().st_size)
         results = time_commands(paths, args.repeat)
         for days, (counts, size) in sizes.items():
+            site = tmp / f"{days}d" / "site"
+            out = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+            rows = sum(f.read_text().count("<tr>") for f in (site / "item").iterdir())
             print(
                 f"{days} days: {counts['observations']:.0f} observations, {counts['events']:.0f}"
-                f" events, {counts['smoke_runs']:.0f} smoke runs, {size / 2**20:.0f} MiB"
+                f" events, {counts['smoke_runs']:.0f} smoke runs, {size / 2**20:.0f} MiB; the"
+                f" site it builds: {out / 1024:.0f} KiB, {rows} history rows on item pages"
             )
         s, lg = args.short_days, args.long_days
         print(f"\nseconds, median (min–max) of {args.repeat} runs in one process, interleaved")
