@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.cycle import run_cycle
-from watcher.fakegithub import FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -93,7 +94,7 @@ def test_transitions_caused_by_snoozed_items_trigger_nothing(tmp_path):
     from datetime import UTC, datetime
 
     from watcher.evaluate import evaluate
-    from watcher.notify import worth_a_comment
+    from watcher.notify_plan import worth_a_comment
     from watcher.store import Store
     from watcher.trigger import due_recipes
 

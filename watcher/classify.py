@@ -17,9 +17,8 @@ from re import _constants as re_constants  # the stdlib's own regex parser: lite
 from re import _parser as re_parser
 from typing import BinaryIO
 
-from watcher.config import Signature
 from watcher.errors import WatcherError
-from watcher.signatures import all_signatures
+from watcher.signatures import Signature, all_signatures
 
 BLOCK_BYTES = 1 << 20  # 1 MiB per read
 OVERLAP_CHARS = (
