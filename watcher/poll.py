@@ -12,11 +12,13 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from watcher.config import Item
 from watcher.errors import GitHubError
-from watcher.github import GitHubClient
+
+if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
+    from watcher.github import GitHubClient
 
 MAX_COMMITS_SHOWN = 20
 
