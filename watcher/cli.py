@@ -539,6 +539,41 @@ def demo(directory: Path) -> None:
     click.echo(f"config: {where['config']}  (try: watcher explain --config {where['config']})")
 
 
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option(
+    "--gpu",
+    is_flag=True,
+    help="Also check the smoke host: GPUs, docker's NVIDIA runtime, models, ports, disk.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor(config_path: str, gpu: bool, as_json: bool) -> None:
+    """Check that this host can run watcher: one line per check, one fix per failed line.
+
+    Config valid; GitHub reachable; GITHUB_TOKEN accepted (and its rate limit); the notify issue
+    exists and the token may comment (when [notify] is enabled); site and data folders writable;
+    the Python version. With --gpu, for the smoke host: NVML or nvidia-smi sees each recipe's
+    target GPU, docker runs with the NVIDIA runtime (docker recipes), the model path exists,
+    each recipe's port is free, disk space for logs. Exits 0 only when every check passes.
+
+    Example: GITHUB_TOKEN=... watcher doctor --gpu
+    """
+    from watcher.doctor import as_json as checks_json
+    from watcher.doctor import run_doctor
+
+    checks = run_doctor(Path(config_path), gpu=gpu)
+    failed = [c for c in checks if not c.ok]
+    if as_json:
+        click.echo(json.dumps(checks_json(checks), indent=2, ensure_ascii=False))
+    else:
+        for c in checks:
+            click.echo(c.line())
+        click.echo(
+            f"{len(failed)} of {len(checks)} checks failed" if failed else "all checks passed"
+        )
+    sys.exit(1 if failed else 0)
+
+
 @cli.command("db-changed")
 @click.argument("old", type=click.Path(exists=True, dir_okay=False))
 @click.argument("new", type=click.Path(exists=True, dir_okay=False))
