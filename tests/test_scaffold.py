@@ -61,6 +61,7 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
     ):
         assert (repo / rel).is_file(), rel
     lint(repo)
+    assert (repo / ".gitignore").read_text().splitlines()[1:] == ["data/", "site/"]
 
     watch = load(repo / ".github/workflows/watch.yml")
     # Only the permissions the default config needs: no comments, no dispatch.
@@ -169,3 +170,33 @@ def test_this_repositorys_workflows_are_the_rendered_templates_and_lint_clean():
     assert (own / "watch.yml").read_text() == watch_workflow(cfg, ROOT, install="."), hint
     assert (own / "smoke.yml").read_text() == smoke_workflow(cfg, ROOT, install="."), hint
     lint(ROOT)
+
+
+def test_package_metadata_for_an_index():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert project["license-files"] == ["LICENSE"]
+    assert {"Source", "Issues"} <= set(project["urls"])
+    classifiers = project["classifiers"]
+    assert "Programming Language :: Python :: 3.11" in classifiers
+    floor = project["requires-python"].removeprefix(">=")
+    assert f"Python {floor} or newer" in (ROOT / "README.md").read_text()
+    from watcher import doctor, scaffold
+
+    assert ".".join(map(str, scaffold.PYTHON_MIN)) == floor == ".".join(map(str, doctor.PYTHON_MIN))
+
+
+def test_release_workflow_builds_both_and_runs_the_demo_from_the_wheel_alone():
+    doc = load(ROOT / ".github/workflows/release.yml")
+    assert doc["on"]["push"]["tags"] == ["v*"]
+    build = doc["jobs"]["build"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in build)
+    assert "python -m build --outdir dist" in runs  # sdist and wheel
+    alone = next(s["run"] for s in build if s.get("name") == "The wheel alone runs the demo")
+    assert "python -m venv" in alone and "pip install dist/*.whl" in alone
+    assert 'cd "$RUNNER_TEMP"' in alone  # away from the checkout: only the wheel is importable
+    assert 'watcher" demo' in alone
+    assert doc["permissions"] == {"contents": "read"}
+    assert doc["jobs"]["publish"]["permissions"] == {"contents": "write"}

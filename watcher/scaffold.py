@@ -159,12 +159,17 @@ def actionlint_config(cfg: Config) -> str:
 def write_github(
     cfg: Config, root: Path, *, smoke: bool = False, install: str | None = None
 ) -> Scaffold:
-    """Write .github/workflows/watch.yml (and smoke.yml) into `root`, never overwriting."""
+    """Write .github/workflows/watch.yml (and smoke.yml), and .gitignore, never overwriting."""
     out = Scaffold()
     files = {Path(".github/workflows/watch.yml"): watch_workflow(cfg, root, install)}
     if smoke:
         files[Path(".github/workflows/smoke.yml")] = smoke_workflow(cfg, root, install)
         files[Path(".github/actionlint.yaml")] = actionlint_config(cfg)
+    # The workflow adds the database with `git add -f`; local runs keep data and site out of git.
+    ignore = [_rel(cfg, cfg.data_dir, root) + "/", _rel(cfg, cfg.site_dir, root) + "/"]
+    files[Path(".gitignore")] = (
+        "# watcher: local state and the built site\n" + "\n".join(ignore) + "\n"
+    )
     for rel, text in files.items():
         path = root / rel
         if path.exists():
