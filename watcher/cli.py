@@ -105,7 +105,6 @@ def cli(ctx: click.Context, verbose: int) -> None:
 @click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--github",
-    "github",
     is_flag=True,
     help="Also write .github/workflows/watch.yml (cron, Pages deploy, a pinned watcher).",
 )
@@ -158,8 +157,9 @@ def init(directory: Path, github: bool, smoke: bool, install: str | None) -> Non
         for path in done.kept:
             click.echo(f"kept {path} (exists; not overwriting it)", err=True)
         click.echo(
-            "Next: commit these files, then Settings → Pages → Source: GitHub Actions, and "
-            "Actions → watch → Run workflow (README: Use it in your guide)",
+            "Next: watcher doctor && watcher check-now (with GITHUB_TOKEN set), commit these "
+            "files, then Settings → Pages → Source: GitHub Actions and Actions → watch → Run "
+            "workflow (README: Use it in your guide)",
             err=True,
         )
         return
