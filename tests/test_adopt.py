@@ -26,8 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 try:  # the fake GitHub's seed of the real upstream threads
-    from watcher.fakes.github import real_threads
-except ImportError:
+    from watcher.fakes.scenarios import real_threads
+except ImportError:  # before the fakes moved into watcher/fakes/
     from watcher.fakegithub import real_threads
 
 
