@@ -163,10 +163,17 @@ def test_a_config_path_outside_the_repository_is_an_error(tmp_path):
 
 
 def test_this_repositorys_workflows_are_the_rendered_templates_and_lint_clean():
-    """Watcher's own workflows are the templates with `pip install .`: one source for both."""
+    """Watcher's own workflows are the templates with `pip install .`: one source for both.
+
+    After changing templates/github/ (or the version), regenerate them from the repository root:
+    python -c 'from pathlib import Path; from watcher import scaffold as s; from watcher.config
+    import load_config as l; c = l("watch.toml"); r = Path(".");
+    Path(".github/workflows/watch.yml").write_text(s.watch_workflow(c, r, install="."));
+    Path(".github/workflows/smoke.yml").write_text(s.smoke_workflow(c, r, install="."))'
+    """
     cfg = load_config(ROOT / "watch.toml")
     own = ROOT / ".github" / "workflows"
-    hint = "regenerate: see tests/test_scaffold.py"
+    hint = "regenerate them: see this test's docstring"
     assert (own / "watch.yml").read_text() == watch_workflow(cfg, ROOT, install="."), hint
     assert (own / "smoke.yml").read_text() == smoke_workflow(cfg, ROOT, install="."), hint
     lint(ROOT)
