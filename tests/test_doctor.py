@@ -249,3 +249,23 @@ def test_docker_permission_denied_points_at_the_docker_group(gpu_host):
         "no GPU found" in got["gpu 1× RTX 3090"]
         and "install the NVIDIA driver" in got["gpu 1× RTX 3090"]
     )
+
+
+def test_the_workflow_must_grant_what_the_config_uses(tmp_path, fake_github):
+    """A config switched to comments after `init --github` needs `issues: write` in watch.yml."""
+    from watcher.config import load_config
+    from watcher.scaffold import watch_workflow
+
+    path = config(tmp_path, fake_github.url)
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "watch.yml").write_text(watch_workflow(load_config(path), tmp_path))
+    assert lines(doctor(path))["workflow permissions"].startswith("ok   workflow permissions")
+    path.write_text(path.read_text() + NOTIFY)
+    fake_github.add_issue("o/guide", 1, title="tracking", state="open")
+    result = doctor(path)
+    line = lines(result)["workflow permissions"]
+    assert "lacks issues: write (for [notify] enabled)" in line
+    assert "fix: add `issues: write` under `permissions:`" in line
+    (workflows / "watch.yml").write_text(watch_workflow(load_config(path), tmp_path))
+    assert "issues: write" in lines(doctor(path))["workflow permissions"]

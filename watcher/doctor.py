@@ -8,6 +8,7 @@ green while doing nothing. The doctor asks each question once, directly, and say
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -72,6 +73,9 @@ def run_doctor(config_path: Path, *, gpu: bool = False) -> list[Check]:
     )
     checks += check_github(cfg)
     checks += [check_writable("site folder", cfg.site_dir, cfg), check_data_dir(cfg)]
+    workflow = cfg.base_dir / ".github" / "workflows" / "watch.yml"
+    if workflow.is_file():
+        checks.append(check_workflow_permissions(cfg, workflow))
     if gpu:
         checks += gpu_checks(cfg)
     return checks
@@ -199,6 +203,32 @@ def check_notify(cfg: Config, client, login: str | None) -> Check:
         name,
         f"{login} cannot comment: permission {level!r} on {repo} ({why})",
         f"give {login} write access to {repo}, or use a token of someone who has it",
+    )
+
+
+def check_workflow_permissions(cfg: Config, workflow: Path) -> Check:
+    """The watch workflow grants what the config will use (a config edited after `init`)."""
+    text = workflow.read_text(encoding="utf-8", errors="replace")
+    needed = []
+    if cfg.notify.enabled:
+        needed.append(("issues", "[notify] enabled"))
+    if cfg.smoke.backend == "github-actions":
+        needed.append(("actions", '[smoke] backend = "github-actions"'))
+    missing = [
+        (scope, why)
+        for scope, why in needed
+        if not re.search(rf"^\s*{scope}:\s*write\b", text, re.MULTILINE)
+    ]
+    if not missing:
+        granted = ", ".join(f"{scope}: write" for scope, _ in needed) or "nothing extra needed"
+        return _ok("workflow permissions", f"{workflow.name}: {granted}")
+    lines = "; ".join(f"{scope}: write (for {why})" for scope, why in missing)
+    return _fail(
+        "workflow permissions",
+        f"{workflow} lacks {lines}",
+        "add "
+        + ", ".join(f"`{scope}: write`" for scope, _ in missing)
+        + " under `permissions:` in that workflow",
     )
 
 
