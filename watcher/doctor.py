@@ -21,8 +21,8 @@ from pathlib import Path
 
 from watcher.config import Config, Recipe, load_config
 from watcher.errors import GitHubError, WatcherError
+from watcher.scaffold import PYTHON_MIN
 
-PYTHON_MIN = (3, 11)  # keep in step with requires-python in pyproject.toml
 MIN_FREE_DISK_MIB = 1024  # smoke logs are small, but an engine writes caches beside them
 COMMENT_PERMISSIONS = ("admin", "maintain", "write", "triage")
 

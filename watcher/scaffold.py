@@ -26,7 +26,7 @@ ACTIONS_MAX_MINUTES = 360  # GitHub ends any hosted job after 6 hours
 
 @dataclass
 class Scaffold:
-    """What `write` produced: written paths, and existing ones it left alone."""
+    """What `write_github` did: the paths it wrote, and the existing ones it left alone."""
 
     written: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
