@@ -23,12 +23,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from watcher.fakes.scenarios import real_threads  # the seed of the real upstream threads
 
-try:  # the fake GitHub's seed of the real upstream threads
-    from watcher.fakes.scenarios import real_threads
-except ImportError:  # before the fakes moved into watcher/fakes/
-    from watcher.fakegithub import real_threads
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_path() -> list[str]:

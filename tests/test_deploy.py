@@ -20,7 +20,7 @@ from watcher import dbchanged as db_changed
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.errors import LockBusy
-from watcher.fakegithub import FakeGitHub
+from watcher.fakes.github import FakeGitHub
 from watcher.scaffold import watch_workflow
 
 ROOT = Path(__file__).resolve().parents[1]

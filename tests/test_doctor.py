@@ -147,8 +147,6 @@ def test_notify_issue_must_exist(tmp_path, fake_github):
 
 
 def test_notify_permission_comes_from_the_api(tmp_path, fake_github):
-    if not hasattr(fake_github, "set_permission"):
-        pytest.skip("this fake GitHub has no collaborator-permission route yet")
     path = config(tmp_path, fake_github.url, NOTIFY)
     fake_github.add_issue("o/guide", 1, title="SGLang tracking", state="open")
     fake_github.set_permission("o/guide", "watcher-bot", "write")
