@@ -46,6 +46,8 @@ def test_demo_offline_in_a_fresh_folder(tmp_path):
     assert status["runs"]["smoke"][0]["outcome"] == "passed"
     assert status["runs"]["smoke"][0]["hardware"]["matches_target"] is False
     assert (folder / "site" / "index.html").exists() and (folder / "site" / "feed.xml").exists()
+    config = (folder / "watch.toml").read_text()
+    assert "# The demo's own fake GitHub on 127.0.0.1, gone once the demo ended" in config
     # the folder must be fresh: a second demo into it refuses, loses nothing
     r2 = subprocess.run(
         [sys.executable, "-m", "watcher", "demo", str(folder)],

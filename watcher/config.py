@@ -730,7 +730,8 @@ def load_config(path: str | Path) -> Config:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(
-            f"{p}: no such config file (run `watcher init` to write the default one)"
+            f"{p}: no such config file (looked in {p.absolute().parent}; pass --config PATH, "
+            "or run `watcher init` there to write the default one)"
         ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{p}: cannot read config: {e}") from None

@@ -22,6 +22,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -59,7 +60,7 @@ TIMELINE_LIMIT = 100  # newest events on the index
 RUNS_LIMIT = 50  # newest smoke runs in the index table
 CHART_LIMIT = 200  # newest smoke runs in the charts
 HISTORY_LIMIT = 500  # newest state spans on an item page
-KEEP_FILES = ("CNAME",)  # files a maintainer put in the site folder for GitHub Pages
+KEEP_FILES = ("CNAME", ".gitkeep")  # a maintainer's files in the site folder (and git-tracked ones)
 TAG_PREFIX = "tag:watcher,2026:"
 _CONTROL = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
@@ -653,6 +654,23 @@ def _check_site_dir(cfg: Config, site: Path) -> None:
             )
 
 
+def _tracked(site: Path) -> list[str]:
+    """Files git tracks inside the site folder (e.g. .gitkeep): a rebuild never deletes them."""
+    if not site.is_dir() or shutil.which("git") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(site), "ls-files", "-z", "--", "."],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:  # not inside a git repository
+        return []
+    return [name for name in os.fsdecode(out.stdout).split("\0") if name]
+
+
 def write_site(site: Path, files: dict[str, str | bytes]) -> int:
     """Write into a temporary folder beside `site`, then swap it in. Returns bytes written."""
     site.parent.mkdir(parents=True, exist_ok=True)
@@ -666,8 +684,9 @@ def write_site(site: Path, files: dict[str, str | bytes]) -> int:
             with open(path, "wb") as f:
                 f.write(raw)
             total += len(raw)
-        for name in KEEP_FILES:
+        for name in (*KEEP_FILES, *_tracked(site)):
             if (site / name).is_file() and name not in files:
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(site / name, tmp / name)
         os.chmod(tmp, 0o777 & ~umask())  # mkdtemp's 0700 would hide the site
         if site.is_dir() and _exchange(tmp, site):
