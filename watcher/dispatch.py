@@ -21,7 +21,7 @@ from watcher.answers import clean, clean_text
 from watcher.config import Config, Recipe
 from watcher.errors import GitHubError
 from watcher.github import Answer, GitHubClient
-from watcher.render import redact
+from watcher.redact import redact
 from watcher.signatures import all_signatures
 from watcher.smoke import OUTCOMES, error_doc
 

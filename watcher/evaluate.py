@@ -13,7 +13,7 @@ from datetime import date, datetime
 from typing import Any
 
 from watcher.config import Blocker, Config, Page
-from watcher.poll import item_satisfied
+from watcher.states import item_satisfied
 
 CLEARED = ("fix-merged", "verified")
 PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
@@ -60,6 +60,18 @@ def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             continue
         out[run["recipe"]] = run
     return out
+
+
+def page_subjects(cfg: Config, page: Page) -> set[str]:
+    """Event subjects that belong on a page: its own, its blockers', their items', its recipes'."""
+    subjects = {page.id, *page.blockers, *page.recipes}
+    in_blockers = set()
+    for b in cfg.blockers:
+        in_blockers.update(b.items, b.watch)
+        if b.id in page.blockers:
+            subjects.update(b.items, b.watch)
+    subjects.update(i.id for i in cfg.items if i.id not in in_blockers)
+    return subjects
 
 
 def _active(until: date | None, today: date) -> bool:

@@ -454,7 +454,9 @@ class GitHubClient:
                 if wait is not None:
                     if wait > self.max_rate_limit_wait or attempt >= self.retries + 1:
                         self._block(wait)
-                        raise self._error(resp, shown, f"rate limited; retry in {int(wait)} s")
+                        err = self._error(resp, shown, f"rate limited; retry in {int(wait)} s")
+                        err.retry_after = wait
+                        raise err
                     self._block(wait)
                     attempt += 1
                     continue

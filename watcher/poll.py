@@ -1,9 +1,8 @@
 """Reading an item's state from GitHub.
 
-State words, exactly: pull `open`/`draft`/`merged`/`closed` (closed without merge); issue
-`open`/`completed`/`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the
-latest tag or `none`. Closed is not fixed: a closed PR is searched for a superseding merged PR, and
-a merged fix is located in the first release that contains it (compare API, never dates).
+The state words it writes, and what they mean, live in `watcher.states`. Closed is not fixed: a
+closed PR is searched for a superseding merged PR, and a merged fix is located in the first release
+that contains it (compare API, never dates).
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from watcher.config import Item
 from watcher.errors import GitHubError
 from watcher.github import GitHubClient
 
-PULL_STATES = ("open", "draft", "merged", "closed")
-ISSUE_STATES = ("open", "completed", "not_planned", "closed")
 MAX_COMMITS_SHOWN = 20
 
 
@@ -291,18 +288,3 @@ class Poller:
             updated_at=latest["published_at"] if latest else None,
             details={"releases": releases[:10]},
         )
-
-
-def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
-    """Does this item's last known state count towards clearing a blocker?"""
-    if not row or not row.get("state"):
-        return False
-    state = row["state"]
-    if item.kind == "pull":
-        fixed = state == "merged" or (state == "closed" and row.get("superseded_state") == "merged")
-        return fixed and (row.get("in_release") is not None or not item.require_release)
-    if item.kind == "issue":
-        return state == "completed"
-    if item.kind == "commits":
-        return state == "matched"
-    return state != "none"

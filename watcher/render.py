@@ -21,6 +21,8 @@ import jinja2
 
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation
+from watcher.redact import redact
+from watcher.views import item_view
 
 KIND_WORDS = {
     "pull": "pull request",
@@ -43,11 +45,6 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 ZWJ = "\u200d"
 # what GitHub turns into a ping or a cross-reference; a ZWJ goes after each match
 _REFERENCE = re.compile(r"@|#(?=\d)|\bGH-(?=\d)|://|\bwww(?=\.)", re.IGNORECASE)
-_USERINFO = re.compile(r"(://)[^/\s@]+@")
-_SECRET = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
-    r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
-)
 
 
 def package_templates() -> Path:
@@ -58,21 +55,10 @@ def package_templates() -> Path:
     return Path(__file__).resolve().parent.parent / "templates"
 
 
-def redact(text: str | None) -> str:
-    """Hide tokens: GITHUB_TOKEN's value and anything shaped like ghp_…, github_pat_…, hf_…."""
-    if not text:
-        return ""
-    token = os.environ.get("GITHUB_TOKEN")
-    if token and len(token) >= 8:
-        text = text.replace(token, "[redacted]")
-    return _SECRET.sub("[redacted]", text)
-
-
 def plain_text(text: Any, limit: int = 300) -> str:
-    """Upstream text made safe to show anywhere: tokens hidden, no control or bidi characters,
-    credentials in URLs dropped, one line, bounded length. (status.json, and the start of `md`.)"""
+    """Upstream text made safe to show anywhere: tokens and URL credentials hidden, no control or
+    bidi characters, one line, bounded length (status.json as is; the start of `md`)."""
     s = redact("" if text is None else str(text))
-    s = _USERINFO.sub(r"\1", s)
     s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
     if len(s) > limit:
         s = s[: limit - 1] + "…"
@@ -184,33 +170,6 @@ def atomic_write(path: Path, data: str | bytes) -> bool:
 
 
 # ------------------------------------------------------------------ the status document
-
-
-def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str, Any]:
-    """One item as the status document, the pages and the site show it."""
-    item = cfg.item(item_id)
-    row = row or {}
-    return {
-        "id": item.id,
-        "repo": item.repo,
-        "kind": item.kind,
-        "number": item.number,
-        "label": item.label,
-        "title": row.get("title"),
-        "state": row.get("state") or "unknown",
-        "url": row.get("url") or item.html_url,
-        "superseded_by": row.get("superseded_by"),
-        "superseded_state": row.get("superseded_state"),
-        "in_release": row.get("in_release"),
-        "stale": bool(row.get("stale")) or not row,
-        "error": row.get("error"),
-        "moved_to": row.get("moved_to"),
-        "checked_at": row.get("checked_at"),
-        "changed_at": row.get("changed_at"),
-        "updated_at": row.get("updated_at"),
-        "details": row.get("details") or {},
-        "snoozed_until": item.snooze.until.isoformat() if item.snooze else None,
-    }
 
 
 def status_document(
