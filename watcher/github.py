@@ -362,7 +362,7 @@ class GitHubClient:
                             body = body[:limit]
                             break
                         raise GitHubError(
-                            f"answer larger than {cap // 1024} KiB; not read further",
+                            f"answer larger than {cap / 2**20:g} MiB; not read further",
                             status=resp.status_code,
                             url=shown,
                         )
