@@ -161,3 +161,17 @@ def test_mentions_references_and_comment_openers_are_inert(gh, hostile_cfg):  # 
     html = markdown.markdown(page, extensions=["tables"])
     visible = re.sub(r"<!--.*?-->", "", html, flags=re.S)
     assert "v9" in visible and "hide" in visible  # nothing after the tag was swallowed
+
+
+def test_the_superseding_pr_is_a_real_link_in_the_comment_not_a_bare_reference(gh, cfg):  # noqa: F811
+    """`#45295` in a comment on the guide's issue would point at the guide's own #45295."""
+    gh.update("up/engine", 5, state="closed")
+    gh.add_pull("up/engine", 9, title="The real fix", state="closed", merged=True)
+    gh.add_cross_reference("up/engine", 5, source_repo="up/engine", source_number=9)
+    report, _ = cycle(cfg, FakeClock(), 0)
+    assert report.item_errors == {} and report.notify["errors"] == []
+    (sticky,) = ours(gh, status_marker("eng"))
+    assert (
+        "superseded by [up/engine#9](https://github.com/up/engine/pull/9) (merged)"
+        in sticky["body"]
+    )

@@ -363,3 +363,22 @@ def test_pagination_stops_at_the_page_cap(api):
     with client(api.url) as c:
         out = c.paginate("/repos/o/r/commits", max_pages=4)
     assert len(out) == 4 and len(api.seen("/repos/o/r/commits")) == 4
+
+
+def test_a_nested_wrong_shape_in_the_timeline_makes_only_that_item_stale(tmp_path, api):
+    """A closed PR's timeline is read for the superseding PR: a string where `source` belongs."""
+    pull = {
+        "number": 1,
+        "title": "closed, not merged",
+        "state": "closed",
+        "merged": False,
+        "html_url": "https://github.com/o/r/pull/1",
+    }
+    api.json("/repos/o/r/pulls/1", pull)
+    api.json("/repos/o/r/issues/1/timeline", [{"event": "cross-referenced", "source": "x"}])
+    api.json("/repos/o/r/issues/2", dict(ISSUE, number=2, title="healthy"))
+    pr = Item(id="pr", repo="o/r", kind="pull", number=1)
+    cfg = cycle_config(tmp_path, api.url, [pr, issue_item(2)])
+    report = run_cycle(cfg, no_smoke=True, client=client(api.url))
+    assert set(report.item_errors) == {"pr"}
+    assert "[0].source is str, expected an object" in report.item_errors["pr"]
