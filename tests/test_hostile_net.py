@@ -382,3 +382,19 @@ def test_a_nested_wrong_shape_in_the_timeline_makes_only_that_item_stale(tmp_pat
     report = run_cycle(cfg, no_smoke=True, client=client(api.url))
     assert set(report.item_errors) == {"pr"}
     assert "[0].source is str, expected an object" in report.item_errors["pr"]
+
+
+def test_status_json_carries_upstream_text_plain_and_capped(tmp_path, api, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    title = f"\u202eevil\u202c \x1b[31mred {TOKEN} " + "long " * 2000
+    api.json("/repos/o/r/issues/1", dict(ISSUE, title=title))
+    api.on("/repos/o/r/issues/2", lambda req: req.json({"message": "x\x1b[2J" * 500}, 404))
+    cfg = cycle_config(tmp_path, api.url, [issue_item(1), issue_item(2)])
+    run_cycle(cfg, no_smoke=True, client=client(api.url))
+    text = (tmp_path / "site" / "status.json").read_text(encoding="utf-8")
+    by_id = {i["id"]: i for i in json.loads(text)["items"]}
+    shown, error = by_id["issue-1"]["title"], by_id["issue-2"]["error"]
+    assert len(shown) == 300 and shown.startswith("evil") and shown.endswith("…")
+    assert len(error) <= 500
+    for bad in ("\u202e", "\x1b", "\\u001b", "\\u202e", TOKEN):
+        assert bad not in text, repr(bad)
