@@ -16,7 +16,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from watcher.config import Config
+from watcher.config import Config, Settings
 from watcher.evaluate import Evaluation, evaluate, page_subjects, transitions
 from watcher.github import GitHubClient
 from watcher.notify import notify_status, run_notify
@@ -246,6 +246,11 @@ def render_pages(
     return out
 
 
+def poll_deadline(settings: Settings) -> float:
+    """Seconds the polling stage may take in all; each request also ends within `timeout`."""
+    return max(60.0, 10 * settings.timeout)
+
+
 def run_cycle(
     cfg: Config,
     *,
@@ -323,9 +328,12 @@ def _cycle(
                 )
             else:
                 client.etags.update(store.etags())
+            # past this deadline nothing more is asked: the items not yet read go stale
+            client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
             try:
                 observations = Poller(client, cfg.settings.concurrency).poll_all(list(cfg.items))
             finally:
+                client.cycle_deadline = None
                 report.stats = client.stats.as_dict()
                 if own_client:
                     own_client.close()

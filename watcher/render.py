@@ -38,9 +38,14 @@ PAGE_HEADLINES = {
     "regressed": "regressed, was validated",
     "parked": "parked by the maintainers",
 }
+# upstream text in status.json, and how much of each is kept (the page keeps as much or less)
+UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+ZWJ = "\u200d"
+# what GitHub turns into a ping or a cross-reference; a ZWJ goes after each match
+_REFERENCE = re.compile(r"@|#(?=\d)|\bGH-(?=\d)|://|\bwww(?=\.)", re.IGNORECASE)
 
 
 def package_templates() -> Path:
@@ -51,14 +56,28 @@ def package_templates() -> Path:
     return Path(__file__).resolve().parent.parent / "templates"
 
 
-def md_escape(text: Any, limit: int = 300) -> str:
-    """Inline Markdown: no HTML, no links, no emphasis, one line, bounded length."""
+def plain_text(text: Any, limit: int = 300) -> str:
+    """Upstream text made safe to show anywhere: tokens and URL credentials hidden, no control or
+    bidi characters, one line, bounded length (status.json as is; the start of `md`)."""
     s = redact("" if text is None else str(text))
     s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
     if len(s) > limit:
         s = s[: limit - 1] + "…"
+    return s
+
+
+def inert(text: str) -> str:
+    """No @mention, #123, owner/repo#45, GH-123 or bare link stays live: a zero-width joiner
+    breaks each, so GitHub neither pings anyone nor cross-links another thread."""
+    return _REFERENCE.sub(lambda m: m.group(0) + ZWJ, text)
+
+
+def md_escape(text: Any, limit: int = 300) -> str:
+    """Inline Markdown: no HTML, no links, no mentions or references, no emphasis, one line,
+    bounded length. `<` is escaped, so nothing can open an HTML comment or fake our markers."""
+    s = plain_text(text, limit)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    return inert(_MD_SPECIAL.sub(r"\\\1", s))
 
 
 def safe_url(url: Any) -> str:
@@ -70,8 +89,10 @@ def safe_url(url: Any) -> str:
 
 
 def code_block(text: str | None) -> str:
-    """A fenced block that untrusted text cannot close."""
+    """A fenced block that untrusted text cannot close, nor use to open or fake an HTML comment
+    marker (`<!--`, `-->`) that watcher's own marker search or digest would read."""
     body = _CONTROL.sub("", redact(text or "")).rstrip("\n")
+    body = body.replace("<!--", "<!" + ZWJ + "--").replace("-->", "--" + ZWJ + ">")
     fence = "```"
     while fence in body:
         fence += "`"
@@ -204,7 +225,7 @@ def status_document(
                 "id": b.id,
                 "title": b.title,
                 "status": st.status,
-                "reason": st.reason,
+                "reason": _plain(st.reason, 500),
                 "items": list(b.items),
                 "watch": list(b.watch),
                 "rule": b.rule,
@@ -218,7 +239,7 @@ def status_document(
             "id": p.id,
             "title": p.title,
             "status": ev.pages[p.id].status,
-            "reason": ev.pages[p.id].reason,
+            "reason": _plain(ev.pages[p.id].reason, 500),
             "output": p.output,
             "blockers": list(p.blockers),
             "recipes": list(p.recipes),
@@ -229,6 +250,10 @@ def status_document(
     views = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items]
     for v in views:
         v.pop("details")
+        for key, limit in UPSTREAM_FIELDS.items():
+            v[key] = _plain(v.get(key), limit)
+        if safe_url(v["url"]) == "#":
+            v["url"] = cfg.item(v["id"]).html_url
     last = cycle or {}
     return {
         "generated_at": generated_at,
@@ -280,10 +305,22 @@ def status_document(
                         "finished_at",
                     )
                 }
-                for r in runs[:20]
+                for r in (_shown_run(r) for r in runs[:20])
             ],
         },
     }
+
+
+def _plain(text: Any, limit: int) -> str | None:
+    return None if text is None else plain_text(text, limit)
+
+
+def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A smoke run for status.json: the text it carries from engines and runners made plain."""
+    run = dict(run)
+    for key in ("reason", "engine_version", "signature"):
+        run[key] = _plain(run.get(key), 500 if key == "reason" else 120)
+    return run
 
 
 def _plus_seconds(stamp: str | None, seconds: float) -> str | None:
