@@ -148,7 +148,9 @@ def check_now(
     """Run one cycle now: poll GitHub, evaluate the blockers, regenerate the pages.
 
     When GitHub cannot be reached the pages are rendered from the last known state (items marked
-    stale), a warning goes to stderr, and the exit code is still 0. When another cycle (`serve`,
+    stale), a warning goes to stderr, and the exit code is still 0. When GitHub refused every
+    read with 401/403 (a wrong or expired token) the pages are still rendered, and it exits 1
+    with the fix. When another cycle (`serve`,
     another check-now) holds the data folder's lock for longer than [watcher] lock_timeout, it
     exits 75 and names the holder.
 
@@ -180,9 +182,11 @@ def check_now(
     log.info(report.summary())
     if as_json:
         click.echo(json.dumps(report.status, indent=2, sort_keys=True, ensure_ascii=False))
-        return
-    if dry_run:
+    elif dry_run:
         _print_dry_run(report)
+    if (as_json or dry_run) and report.token_rejected:
+        raise WatcherError(report.token_rejected)
+    if as_json or dry_run:
         return
     for page_id, p in report.pages.items():
         verb = "wrote" if p["written"] else "unchanged"
@@ -194,6 +198,8 @@ def check_now(
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
     if not report.site_error:
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
+    if report.token_rejected:
+        raise WatcherError(report.token_rejected)
 
 
 def _print_dry_run(report) -> None:

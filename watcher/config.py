@@ -217,6 +217,23 @@ class Notify:
 
 
 @dataclass(frozen=True)
+class Site:
+    """[site]: how the status site presents itself and where it links back to."""
+
+    title: str = "watcher status"
+    url: str | None = None  # where the site is published: absolute links and Atom ids
+    guide_url: str | None = None  # the guide the pages belong to
+    issue_url: str | None = None  # its tracking issue (default: [notify] repo and issue)
+
+    def issue_link(self, notify: Notify) -> str | None:
+        if self.issue_url:
+            return self.issue_url
+        if notify.repo and notify.issue:
+            return f"https://github.com/{notify.repo}/issues/{notify.issue}"
+        return None
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     settings: Settings = field(default_factory=Settings)
@@ -227,6 +244,7 @@ class Config:
     signatures: tuple[Signature, ...] = ()
     smoke: Smoke = field(default_factory=Smoke)
     notify: Notify = field(default_factory=Notify)
+    site: Site = field(default_factory=Site)
 
     @property
     def base_dir(self) -> Path:
@@ -642,6 +660,24 @@ def _notify(r: _Reader | None) -> Notify:
     return n
 
 
+def _site(r: _Reader | None) -> Site:
+    if r is None:
+        return Site()
+    d = Site()
+    s = Site(
+        title=r.get("title", str, d.title),
+        url=r.get("url", str),
+        guide_url=r.get("guide_url", str),
+        issue_url=r.get("issue_url", str),
+    )
+    for key in ("url", "guide_url", "issue_url"):
+        value = getattr(s, key)
+        if value is not None and not re.match(r"^https?://[^\s<>\"']+$", value):
+            r.fail(key, f"must be an http(s) URL, got {value!r}")
+    r.done()
+    return s
+
+
 def _array(file: Path, data: dict, key: str, parse) -> tuple:
     value = data.get(key, [])
     if not isinstance(value, list):
@@ -659,7 +695,17 @@ def _array(file: Path, data: dict, key: str, parse) -> tuple:
     return tuple(out)
 
 
-TOP_LEVEL = ("watcher", "item", "blocker", "recipe", "page", "signature", "smoke", "notify")
+TOP_LEVEL = (
+    "watcher",
+    "item",
+    "blocker",
+    "recipe",
+    "page",
+    "signature",
+    "smoke",
+    "notify",
+    "site",
+)
 
 
 def parse_config(text: str, path: Path) -> Config:
@@ -687,6 +733,7 @@ def parse_config(text: str, path: Path) -> Config:
         signatures=_array(path, data, "signature", _signature),
         smoke=_smoke(table("smoke")),
         notify=_notify(table("notify")),
+        site=_site(table("site")),
     )
     _check_references(cfg, path)
     return cfg

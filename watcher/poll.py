@@ -642,4 +642,3 @@ def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str
         checked += len(item.paths)
         problems += [(item.id, dead_path_warning(item.kind, d)) for d in dead]
     return problems, checked
-
