@@ -54,6 +54,7 @@ class CommentAPI(Protocol):
     def list_comments(self) -> list[Comment]: ...
     def create(self, body: str) -> Comment: ...
     def edit(self, comment_id: int, body: str) -> Comment: ...
+    def permission(self, login: str) -> str: ...
 
 
 def _retry_after(headers: dict[str, Any] | None, now: float) -> float | None:
@@ -103,7 +104,8 @@ class GithubComments:
             seconds_between_writes=None,
             lazy=True,
         )
-        self._issue = self._gh.get_repo(repo).get_issue(issue)
+        self._repo = self._gh.get_repo(repo)
+        self._issue = self._repo.get_issue(issue)
         self._login: str | None = None
         self._objects: dict[int, Any] = {}  # comment id -> PyGithub IssueComment, for edits
 
@@ -163,6 +165,12 @@ class GithubComments:
             raise CommentError(f"comment {comment_id} was not in the listing; not editing it")
         self._call(f"PATCH comment {comment_id}", lambda: obj.edit(body))
         return self._comment(obj)
+
+    def permission(self, login: str) -> str:
+        """A user's permission on the repository, as GitHub says it (admin, maintain, write,
+        triage, read or none): GET /repos/{owner}/{repo}/collaborators/{user}/permission."""
+        where = f"GET {self.repo} permission of {login}"
+        return self._call(where, lambda: self._repo.get_collaborator_permission(login))
 
 
 class Pacer:

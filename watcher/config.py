@@ -214,6 +214,7 @@ class Notify:
     issue: int | None = None
     enabled: bool = False
     pages: tuple[str, ...] = ()
+    dashboard: bool = False  # checkboxes in the sticky comment (the issue is read every cycle)
 
 
 @dataclass(frozen=True)
@@ -653,6 +654,7 @@ def _notify(r: _Reader | None) -> Notify:
         issue=r.get("issue", int),
         enabled=r.get("enabled", bool, False),
         pages=r.str_list("pages"),
+        dashboard=r.get("dashboard", bool, False),
     )
     if n.enabled and (not n.repo or not n.issue):
         r.fail("repo" if not n.repo else "issue", "is required when enabled = true")

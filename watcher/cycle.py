@@ -8,6 +8,7 @@ will not fix it, so the report carries `token_rejected` and `check-now` exits no
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -23,6 +24,7 @@ from watcher.config import Config
 from watcher.evaluate import Evaluation, evaluate, page_subjects, transitions
 from watcher.github import GitHubClient
 from watcher.notify import notify_status, run_notify
+from watcher.notify_plan import with_snoozes
 from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
@@ -359,6 +361,9 @@ def _cycle(
     at = iso(now)
     mode = "offline" if offline else "poll"
     try:
+        # Asked for on the tracking issue (notify's dashboard): snoozes, and a fresh re-read.
+        cfg = with_snoozes(cfg, json.loads(store.notify_get("snoozes") or "{}"), now.date())
+        recheck = not offline and bool(store.notify_get("recheck"))
         cycle_id = store.start_cycle(at, mode)
         report = CycleReport(cycle_id=cycle_id, mode=mode, items=len(cfg.items))
         observations: dict[str, Observation] = {}
@@ -367,12 +372,12 @@ def _cycle(
             if client is None:
                 own_client = client = GitHubClient(
                     cfg.settings.github_api_url,
-                    etags=store.etags(),
+                    etags={} if recheck else store.etags(),
                     timeout=cfg.settings.timeout,
                     max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
                     user_agent=cfg.settings.user_agent,
                 )
-            else:
+            elif not recheck:
                 client.etags.update(store.etags())
             try:
                 observations = Poller(client, cfg.settings.concurrency).poll_all(list(cfg.items))
@@ -403,6 +408,8 @@ def _cycle(
                 )
                 report.events.extend(item_events)
                 store.put_etags(client.etag_updates)
+            if recheck and observations:
+                store.notify_set("recheck", None)
             ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
             quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
             report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
