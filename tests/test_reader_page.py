@@ -219,3 +219,27 @@ def test_a_network_outage_keeps_todays_behaviour(tmp_path, fake_github):
     fake_github.fail("GET", r".*", status=502, times=-1)
     result = CliRunner().invoke(cli, ["check-now", "--config", str(cfg.path), "--no-smoke"])
     assert result.exit_code == 0 and "rejected the token" not in result.stderr
+
+
+def test_explain_has_the_details_the_page_leaves_out(seeded):
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+
+    cfg, last = seeded
+    store = Store(cfg.db_path)
+    try:
+        store.put_trigger(
+            "sglang-nospec-tp1",
+            state="waiting",
+            reasons=["item sglang-marlin of blocker marlin-pad changed"],
+            since=iso(last),
+            attempts=3,
+            note="NVMLError_LibraryNotFound (--any-hardware runs it anyway)",
+        )
+    finally:
+        store.close()
+    out = CliRunner().invoke(cli, ["explain", "sglang", "--config", str(cfg.path)]).stdout
+    assert "pending: waiting since 2026-11-23T14:00:00Z (3 tries)" in out
+    assert "last note: NVMLError_LibraryNotFound (--any-hardware runs it anyway)" in out
+    assert "reason: server died at startup: size_n = 96 is not divisible" in out

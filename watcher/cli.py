@@ -328,9 +328,10 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
     try:
         items, runs = store.items(), store.smoke_runs(limit=200)
         ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
+        triggers = store.triggers()
     finally:
         store.close()
-    doc = build(cfg, target, items, ev, runs)
+    doc = build(cfg, target, items, ev, runs, triggers)
     click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else format_text(doc))
 
 
