@@ -13,9 +13,11 @@ import pytest
 
 from watcher.config import Item, load_config
 from watcher.errors import ConfigError
-from watcher.evaluate import evaluate, project_name
-from watcher.poll import commit_matches, item_satisfied
-from watcher.render import item_view, status_document
+from watcher.evaluate import evaluate
+from watcher.poll import commit_matches
+from watcher.render import status_document
+from watcher.states import item_satisfied
+from watcher.views import item_view, project_name
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
