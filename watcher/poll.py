@@ -574,7 +574,7 @@ def read_commit_stream(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every commit in the item's paths back to `since` (following Link rel="next"), unless
     `max_pages` stops a path early. Returns (commits newest first, one entry per truncated path:
-    {path, pages, oldest})."""
+    {path, pages, commits, oldest})."""
     params: dict[str, Any] = {"per_page": 100}
     if item.since:
         params["since"] = item.since
@@ -592,7 +592,9 @@ def read_commit_stream(
         while "next" in page.links:
             if item.max_pages is not None and pages >= item.max_pages:
                 oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
-                truncated.append({"path": path, "pages": pages, "oldest": oldest})
+                truncated.append(
+                    {"path": path, "pages": pages, "commits": len(batch), "oldest": oldest}
+                )
                 break
             page = client.get(page.links["next"])
             batch.extend(page.data)
@@ -612,7 +614,7 @@ def truncation_warning(item: Item, t: dict[str, Any]) -> str:
     since = f" since {item.since[:10]}" if item.since else ""
     back = f", back to {t['oldest'][:10]}" if t.get("oldest") else ""
     return (
-        f"Read only the newest {t['pages']} page(s) of commits{where} (max_pages = "
+        f"Read only the newest {t['commits']} commits{where} (max_pages = "
         f"{item.max_pages}){back}; older commits{since} were not read"
     )
 

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from watcher.config import Config, Hardware
-from watcher.evaluate import project_name
 from watcher.signatures import all_signatures
 from watcher.store import parse_iso
+from watcher.views import project_name
 
 # What a status means, as a reader would say it.
 BLOCKER_WORDS = {

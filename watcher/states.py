@@ -2,9 +2,9 @@
 
 Poll writes these words (one per item, read from GitHub); the pure evaluator reads them. Exactly:
 pull `open`/`draft`/`merged`/`closed` (closed without merge); issue `open`/`completed`/
-`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the latest tag or `none`; code check
-`present`/`absent`/`file-missing`.
-Closed is not fixed: a closed pull counts only when a superseding pull was merged.
+`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the latest tag or `none`;
+code check `present`/`absent`/`file-missing`. Closed is not fixed: a closed pull counts only when a
+superseding pull was merged; a code check counts only when the fix is `present` in the code.
 """
 
 from __future__ import annotations
