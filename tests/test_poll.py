@@ -254,7 +254,7 @@ def test_errors_never_change_state(gh, tmp_path, fault):
     assert pr["state"] == "open" and pr["stale"] is True and pr["error"] == row["error"]
     # the error is shown, on the page and on the site, next to the kept state
     page = (tmp_path / "P.md").read_text()
-    assert "pr could not be read on the last check" in page and "**open**" in page
+    assert "could not be re-read on the last check" in page and "(open)" in page
     site = (tmp_path / "site" / "index.html").read_text()
     import html
 

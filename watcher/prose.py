@@ -48,6 +48,7 @@ OUTCOME_WORDS = {
     "error": "could not run",
     "skipped": "not run",
 }
+KIND_NAMES = {"commits": "commits", "releases": "releases", "code": "code"}
 STAGE_WORDS = {"launch": "at startup", "ready": "after it started", "passed": ""}
 
 
@@ -206,7 +207,11 @@ def event_sentence(cfg: Config, e: dict[str, Any]) -> str:
             item = cfg.item(subject)
         except KeyError:
             return str(e.get("message") or "")
-        name = item.label or f"{project_name(item.repo)} #{item.number}"
+        name = item.label or (
+            f"{project_name(item.repo)} #{item.number}"
+            if item.number
+            else f"{project_name(item.repo)} {KIND_NAMES.get(item.kind, item.kind)}"
+        )
         new_w = STATE_WORDS.get(new or "", new or "unknown")
         if not old:
             return f"{name}: first read, {new_w}"
