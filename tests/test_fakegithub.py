@@ -531,8 +531,12 @@ def test_fault_malformed_and_redirect(fake_github, api):
 
 
 def test_latency_is_served_concurrently():
-    """Ten requests at 200 ms each finish in well under their serial 2 s: the server is threaded."""
-    with FakeGitHub(latency=0.2) as gh:
+    """Ten requests at 1 s each finish in under half their serial 10 s: the server is threaded.
+
+    The margin is wide on purpose (a loaded 2-core machine adds seconds of client overhead); a
+    serial server could not finish under 10 s whatever the load.
+    """
+    with FakeGitHub(latency=1.0) as gh:
         gh.add_issue("o/r", 1, title="t")
         results: list[int] = []
 
@@ -545,7 +549,7 @@ def test_latency_is_served_concurrently():
             t.start()
         for t in threads:
             t.join()
-        assert results == [200] * 10 and time.monotonic() - started < 1.2
+        assert results == [200] * 10 and time.monotonic() - started < 5.0
 
 
 def test_requests_are_recorded(fake_github, api):

@@ -16,10 +16,10 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from watcher.fakes.github.util import DOCS, JSON_TYPE, error_body, json_bytes
+from watcher.fakes.github.util import DOCS, JSON_TYPE, Reply, error_body, json_bytes
 
 if TYPE_CHECKING:
-    from watcher.fakes.github.http import Handler, Recorded, Reply
+    from watcher.fakes.github.http import Handler, Recorded
     from watcher.fakes.github.server import FakeGitHub
 
 TIMEOUT_FAULT_S = 30.0
@@ -104,8 +104,6 @@ class Faults:
 
 def fault_reply(gh: FakeGitHub, fault: Fault, target: str) -> Reply:
     """The answer of a "status", "malformed" or "redirect" fault (costs one from the bucket)."""
-    from watcher.fakes.github.http import Reply
-
     headers = dict(fault.headers)
     if fault.mode == "malformed":
         reply = Reply(200, b'{"oops": ', {"Content-Type": JSON_TYPE})

@@ -10,13 +10,13 @@ from __future__ import annotations
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from watcher.fakes.github import faults
-from watcher.fakes.github.util import to_int
+from watcher.fakes.github.util import Reply, to_int
 
 if TYPE_CHECKING:
     from watcher.fakes.github.server import FakeGitHub
@@ -33,16 +33,6 @@ class Recorded:
     headers: dict
     status: int
     body: bytes
-
-
-@dataclass
-class Reply:
-    status: int
-    body: bytes = b""
-    headers: dict = field(default_factory=dict)
-    cacheable: bool = False  # a GET 200 that gets an ETag and may become a 304
-    last_modified: str | None = None  # ISO 8601, sent as Last-Modified
-    rate_free: bool = False  # costs no rate limit and carries no x-ratelimit-* headers
 
 
 class HTTPError(Exception):

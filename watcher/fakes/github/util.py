@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import formatdate
 
@@ -88,3 +89,13 @@ def to_int(value: str | None, default: int) -> int:
         return int(value) if value not in (None, "") else default
     except ValueError:
         return default
+
+
+@dataclass
+class Reply:
+    status: int
+    body: bytes = b""
+    headers: dict = field(default_factory=dict)
+    cacheable: bool = False  # a GET 200 that gets an ETag and may become a 304
+    last_modified: str | None = None  # ISO 8601, sent as Last-Modified
+    rate_free: bool = False  # costs no rate limit and carries no x-ratelimit-* headers
