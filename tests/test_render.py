@@ -96,6 +96,7 @@ def test_wheel_ships_templates_and_default_config(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "watcher/templates/sglang.md.j2" in names
     assert "watcher/default_watch.toml" in names
+    assert "watcher/fakes/scenarios/real_threads.json" in names  # the demo's seed data
     # install it into an isolated target and render from there, away from the checkout
     target = tmp_path / "site-packages"
     zipfile.ZipFile(wheel).extractall(target)
@@ -104,10 +105,13 @@ def test_wheel_ships_templates_and_default_config(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(target))
     code = (
         "import watcher.render as r, watcher.config as c; "
-        "print(r.package_templates()); print(len(c.default_config_text()))"
+        "print(r.package_templates()); print(len(c.default_config_text())); "
+        "from watcher.fakes.github import FakeGitHub; from watcher.fakes.scenarios import load; "
+        "gh = FakeGitHub(); load(gh, 'real_threads'); gh.stop(); print(sorted(gh._repos))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
     assert str(target) in out.stdout
+    assert "vllm-project/vllm" in out.stdout

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.errors import LockBusy, WatcherError
-from watcher.fakegithub import FakeGitHub
+from watcher.fakes.github import FakeGitHub
 from watcher.lock import cycle_lock, lock_path, read_holder
 from watcher.schedule import Service
 

@@ -273,7 +273,7 @@ def test_docker_container_is_named_and_removed(tmp_path, monkeypatch):
         tmp_path,
         [
             "docker", "run", "--rm", "--gpus", "all", "-p", "{port}:{port}", "fake/sglang:latest",
-            "python", "-m", "watcher.fakeengine", "--port", "{port}", "--ready-delay", "0.3",
+            "python", "-m", "watcher.fakes.engine", "--port", "{port}", "--ready-delay", "0.3",
             "--pid-file", str(pid_file),
         ],
     )  # fmt: skip
