@@ -243,3 +243,22 @@ def test_explain_has_the_details_the_page_leaves_out(seeded):
     assert "pending: waiting since 2026-11-23T14:00:00Z (3 tries)" in out
     assert "last note: NVMLError_LibraryNotFound (--any-hardware runs it anyway)" in out
     assert "reason: server died at startup: size_n = 96 is not divisible" in out
+
+
+def test_the_page_links_to_the_site_and_the_tracking_issue_when_configured(tmp_path):
+    from watcher.config import load_config
+
+    cfg = make_config(tmp_path)
+    text = cfg.path.read_text() + '\n[site]\nurl = "https://club-3090.github.io/watch/"\n'
+    text = text.replace(
+        '# repo = "your-org/your-guide"\n# issue = 1', 'repo = "club/guide"\nissue = 7'
+    )
+    cfg.path.write_text(text)
+    cfg = load_config(cfg.path)
+    seed(cfg)
+    page = page_of(cfg)
+    assert (
+        "Details of every check and test: [status site]"
+        "(https://club-3090.github.io/watch/page/sglang.html)"
+        " · [tracking issue](https://github.com/club/guide/issues/7)." in page
+    )
