@@ -226,18 +226,43 @@ def init(directory: Path, github: bool, smoke: bool, install: str | None) -> Non
 
 @cli.command()
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
-def validate(config_path: str) -> None:
-    """Check watch.toml without polling anything.
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Also read GitHub: does every watched path still exist at the tip of its ref?",
+)
+def validate(config_path: str, online: bool) -> None:
+    """Check watch.toml without polling anything (with --online: its watched paths on GitHub).
 
-    Exits 2 with the file, table and key named when something is wrong.
+    Exits 2 with the file, table and key named when something is wrong; with --online, exits 1
+    when a watched path no longer exists (a rule gone blind) or a repository cannot be read.
 
-    Example: watcher validate --config watch.toml
+    Example: watcher validate --config watch.toml --online
     """
     cfg = _config(config_path)
     click.echo(
         f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
         f"{len(cfg.recipes)} recipes, {len(cfg.pages)} pages"
     )
+    if not online:
+        return
+    from watcher.github import GitHubClient
+    from watcher.poll import check_paths
+
+    with GitHubClient(
+        cfg.settings.github_api_url,
+        timeout=cfg.settings.timeout,
+        max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
+        user_agent=cfg.settings.user_agent,
+    ) as client:
+        problems, checked = check_paths(client, list(cfg.items))
+        requests = client.stats.requests
+    for item_id, sentence in problems:
+        click.echo(f"{item_id}: {sentence}")
+    verdict = f"{len(problems)} problem(s)" if problems else "all exist"
+    click.echo(f"online: {checked} watched path(s) checked, {verdict} ({requests} requests)")
+    if problems:
+        sys.exit(1)
 
 
 @cli.command("check-now")
@@ -254,7 +279,9 @@ def check_now(
     """Run one cycle now: poll GitHub, evaluate the blockers, regenerate the pages.
 
     When GitHub cannot be reached the pages are rendered from the last known state (items marked
-    stale), a warning goes to stderr, and the exit code is still 0. When another cycle (`serve`,
+    stale), a warning goes to stderr, and the exit code is still 0. When GitHub refused every
+    read with 401/403 (a wrong or expired token) the pages are still rendered, and it exits 1
+    with the fix. When another cycle (`serve`,
     another check-now) holds the data folder's lock for longer than [watcher] lock_timeout, it
     exits 75 and names the holder.
 
@@ -286,9 +313,11 @@ def check_now(
     log.info(report.summary())
     if as_json:
         click.echo(json.dumps(report.status, indent=2, sort_keys=True, ensure_ascii=False))
-        return
-    if dry_run:
+    elif dry_run:
         _print_dry_run(report)
+    if (as_json or dry_run) and report.token_rejected:
+        raise WatcherError(report.token_rejected)
+    if as_json or dry_run:
         return
     for page_id, p in report.pages.items():
         verb = "wrote" if p["written"] else "unchanged"
@@ -300,6 +329,8 @@ def check_now(
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
     if not report.site_error:
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
+    if report.token_rejected:
+        raise WatcherError(report.token_rejected)
 
 
 def _print_dry_run(report) -> None:
@@ -430,9 +461,10 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
     try:
         items, runs = store.items(), store.smoke_runs(limit=200)
         ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
+        triggers = store.triggers()
     finally:
         store.close()
-    doc = build(cfg, target, items, ev, runs)
+    doc = build(cfg, target, items, ev, runs, triggers)
     click.echo(
         json.dumps(doc, indent=2, sort_keys=True) if as_json else terminal_safe(format_text(doc))
     )

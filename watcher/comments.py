@@ -60,6 +60,7 @@ class CommentAPI(Protocol):
     def list_comments(self) -> list[Comment]: ...
     def create(self, body: str) -> Comment: ...
     def edit(self, comment_id: int, body: str) -> Comment: ...
+    def permission(self, login: str) -> str: ...
 
 
 def _retry_after(headers: dict[str, Any] | None, now: float) -> float | None:
@@ -109,7 +110,8 @@ class GithubComments:
             seconds_between_writes=None,
             lazy=True,
         )
-        self._issue = self._gh.get_repo(repo).get_issue(issue)
+        self._repo = self._gh.get_repo(repo)
+        self._issue = self._repo.get_issue(issue)
         self._reader = GitHubClient(
             self.base_url,
             token=token,
@@ -194,6 +196,12 @@ class GithubComments:
             raise CommentError(f"comment {comment_id} was not in the listing; not editing it")
         url = f"{self.base_url}/repos/{self.repo}/issues/comments/{int(comment_id)}"
         return self._write(f"PATCH comment {comment_id}", "PATCH", url, body, 200)
+
+    def permission(self, login: str) -> str:
+        """A user's permission on the repository, as GitHub says it (admin, maintain, write,
+        triage, read or none): GET /repos/{owner}/{repo}/collaborators/{user}/permission."""
+        where = f"GET {self.repo} permission of {login}"
+        return self._call(where, lambda: self._repo.get_collaborator_permission(login))
 
 
 def _comment(data: dict[str, Any]) -> Comment:

@@ -1,10 +1,12 @@
 """The `github-actions` backend: run a recipe on a self-hosted GPU runner and fetch its verdict.
 
 POST a `workflow_dispatch` (inputs: recipe, run_id) through the GitHubClient's httpx session,
-find the run (from the dispatch answer, else by its run-name, which carries our run_id), poll it
-until it completes, download its artifact zip and read `result.json` (and the log, if shipped).
-A dispatch is a POST: it is never retried. If its answer is lost, the run may exist; the error
-says so instead of dispatching a second one.
+find the run (from the dispatch answer, else by its run-name, which carries our run_id), and,
+once it has completed, download its artifact zip and read `result.json` (and the log, if shipped).
+A cycle never waits for the GPU: it dispatches (`dispatch`), records the trigger as dispatched
+with the run's id, and collects the result in a later cycle (`collect`). A dispatch is a POST: it
+is never retried. If its answer is lost, the run may exist; the trigger waits for it instead of
+dispatching a second one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import time
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from watcher.answers import clean, clean_text
@@ -54,19 +57,23 @@ class _Api:
         return self.client.decode(self.client.url(path), r.content)
 
 
-def dispatch_and_wait(
-    cfg: Config,
-    recipe: Recipe,
-    run_id: str,
-    client: GitHubClient,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
-    """Dispatch one run and wait for its result document. Failures come back as `error` docs."""
+@dataclass
+class Dispatched:
+    """What one dispatch POST left behind: the Actions run (when known), or why there is none.
+
+    `sent` is True whenever a run may exist (even with no id yet): the trigger must then wait for
+    it, never dispatch again."""
+
+    sent: bool
+    actions_run_id: int | None = None
+    error: str | None = None
+
+
+def dispatch(cfg: Config, recipe: Recipe, run_id: str, client: GitHubClient) -> Dispatched:
+    """POST one workflow_dispatch (never retried) and learn the run's id when GitHub says it."""
     s = cfg.smoke
     api = _Api(client)
     wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
-    started = time.monotonic()
     body = {
         "ref": s.ref,
         "inputs": {"recipe": recipe.id, "run_id": run_id},
@@ -75,17 +82,15 @@ def dispatch_and_wait(
     try:
         r = api.request("POST", f"{wf}/dispatches", json=body)
     except GitHubError as e:
-        return _error(
-            recipe,
-            run_id,
-            f"dispatch of {s.workflow} in {s.repo} got no answer ({e}); a run may have started,"
-            " so it was not retried",
+        return Dispatched(
+            True,
+            error=f"dispatch of {s.workflow} in {s.repo} got no answer ({e}); a run may have"
+            " started, so it was not retried",
         )
     if r.status not in (200, 201, 204):
-        return _error(
-            recipe,
-            run_id,
-            f"dispatch of {s.workflow} in {s.repo} refused: HTTP {r.status}:"
+        return Dispatched(
+            False,
+            error=f"dispatch of {s.workflow} in {s.repo} refused: HTTP {r.status}:"
             f" {clean_text(r.text[:200])}",
         )
     gh_run_id = None
@@ -96,6 +101,71 @@ def dispatch_and_wait(
             answer = None
         if isinstance(answer, dict) and isinstance(answer.get("workflow_run_id"), int):
             gh_run_id = answer["workflow_run_id"]
+    return Dispatched(True, gh_run_id)
+
+
+def find_run(cfg: Config, run_id: str, client: GitHubClient) -> int | None:
+    """One look for our run by the run-name carrying run_id (GitHub answered 204, or nothing)."""
+    s = cfg.smoke
+    wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
+    data = _Api(client).get_json(f"{wf}/runs", {"event": "workflow_dispatch", "per_page": 30})
+    for run in data.get("workflow_runs") or []:
+        if run_id in (run.get("display_title") or run.get("name") or ""):
+            return int(run["id"])
+    return None
+
+
+def collect(
+    cfg: Config, recipe: Recipe, run_id: str, gh_run_id: int, client: GitHubClient
+) -> dict[str, Any] | None:
+    """The result of a dispatched run if it has completed, else None (ask again next cycle).
+
+    A run GitHub no longer knows (404: deleted, or expired) comes back as an `error` document
+    marked `vanished`; GitHub trouble raises GitHubError (the trigger stays, retried next cycle).
+    """
+    s = cfg.smoke
+    api = _Api(client)
+    r = api.request("GET", f"/repos/{s.repo}/actions/runs/{gh_run_id}")
+    if r.status == 404:
+        doc = _error(recipe, run_id, f"Actions run {gh_run_id} vanished (GitHub answers 404)")
+        doc["vanished"] = True
+        return doc
+    if r.status != 200:
+        raise GitHubError(f"GET actions run {gh_run_id}: HTTP {r.status}", r.status)
+    run = api.client.decode(api.client.url(f"/repos/{s.repo}/actions/runs/{gh_run_id}"), r.content)
+    if not isinstance(run, dict):
+        raise GitHubError(f"GET actions run {gh_run_id}: not an object", r.status)
+    if run.get("status") != "completed":
+        return None
+    doc = _fetch_result(api, cfg, s.repo, run, run_id)
+    if doc is None:
+        return _error(
+            recipe,
+            run_id,
+            f"Actions run {run.get('html_url') or gh_run_id} concluded"
+            f" {run.get('conclusion')} without a {ARTIFACT_NAME} artifact",
+        )
+    return doc
+
+
+def dispatch_and_wait(
+    cfg: Config,
+    recipe: Recipe,
+    run_id: str,
+    client: GitHubClient,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Dispatch one run and wait for its result (`watcher smoke` on the Actions backend; cycles
+    use `dispatch` and `collect` instead, never waiting). Failures come back as `error` docs."""
+    s = cfg.smoke
+    api = _Api(client)
+    wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
+    started = time.monotonic()
+    sent = dispatch(cfg, recipe, run_id, client)
+    if sent.error:
+        return _error(recipe, run_id, sent.error)
+    gh_run_id = sent.actions_run_id
     try:
         if gh_run_id is None:
             gh_run_id = _find_run(api, wf, run_id, s.poll_interval, sleep)

@@ -3,7 +3,8 @@
 Upstream signals are hints; the smoke run is the verdict. A blocker is `reproduces` when its
 signature shows in the latest target-hardware run, `verified` when such a run got past the stage
 where it used to fail, `fix-merged` when its items satisfy its rule, else `blocked`. Off-target
-runs are shown but never count.
+runs are shown but never count. A blocker's `hints` (a fix in another project) are shown with
+their evidence and never count either: a fix in vLLM is not a fix in SGLang.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from watcher.config import Blocker, Config, Page
 from watcher.states import item_satisfied
+from watcher.views import item_phrase, project_name
 
 CLEARED = ("fix-merged", "verified")
 PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
@@ -27,6 +29,7 @@ class BlockerStatus:
     reason: str
     evidence: tuple[dict[str, Any], ...] = ()
     override: dict[str, Any] | None = None
+    hints: tuple[dict[str, Any], ...] = ()  # {item, satisfied, text}; never part of the status
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,45 @@ def _run_ref(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def hint_views(
+    b: Blocker, cfg: Config, items: dict[str, dict], detected: bool
+) -> tuple[dict[str, Any], ...]:
+    """Each hint with its evidence in one sentence; says when the blocker's own items show
+    nothing yet ("; not detected in SGLang")."""
+    own = []
+    for i in b.items:
+        name = project_name(cfg.item(i).repo)
+        if name not in own:
+            own.append(name)
+    out = []
+    for hint_id in b.hints:
+        item, row = cfg.item(hint_id), items.get(hint_id)
+        text = item_phrase(item, row)
+        if own and not detected:
+            text += f"; not detected in {' or '.join(own)}"
+        out.append(
+            {
+                "item": hint_id,
+                "satisfied": item_satisfied(item, row),
+                "state": (row or {}).get("state"),
+                "text": text,
+            }
+        )
+    return tuple(out)
+
+
 def evaluate_blocker(
+    b: Blocker, cfg: Config, items: dict[str, dict], latest: dict[str, dict], today: date
+) -> BlockerStatus:
+    """The blocker's status from its own items and smoke runs, with its hints alongside."""
+    st = _blocker_status(b, cfg, items, latest, today)
+    detected = any(item_satisfied(cfg.item(i), items.get(i)) for i in b.items)
+    return BlockerStatus(
+        st.id, st.status, st.reason, st.evidence, st.override, hint_views(b, cfg, items, detected)
+    )
+
+
+def _blocker_status(
     b: Blocker, cfg: Config, items: dict[str, dict], latest: dict[str, dict], today: date
 ) -> BlockerStatus:
     evidence: list[dict[str, Any]] = []

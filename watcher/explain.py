@@ -1,7 +1,8 @@
 """`watcher explain`: the chain of evidence behind a status, so every claim can be traced.
 
-page -> recipes -> blockers -> items (title, state, superseding PR, release) -> latest smoke runs
-(outcome, signature, hardware, date) -> overrides, with links. Built from the store only.
+page -> recipes -> blockers -> items (title, state, superseding PR, release, matching commits or
+lines of code, warnings) and hints -> latest smoke runs (outcome, signature, hardware, date) ->
+overrides, with links. Built from the store only.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def explain_blocker(
         "override": st.override,
         "items": [explain_item(cfg, i, items) for i in b.items],
         "context": [explain_item(cfg, i, items) for i in b.watch],
+        "hints": [dict(h, **{"detail": explain_item(cfg, h["item"], items)}) for h in st.hints],
         "recipes": recipes,
         "smoke_runs": {r: _runs_for(runs, r) for r in recipes},
     }
@@ -73,8 +75,12 @@ def explain(
     items: dict[str, dict],
     ev: Evaluation,
     runs: list[dict[str, Any]],
+    triggers: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The chain behind `target` (a page, blocker or item id; default: every page)."""
+    """The chain behind `target` (a page, blocker or item id; default: every page).
+
+    `triggers`: smoke tests due but not answered yet, with the host's own words (the page only
+    says "waiting for an RTX 3090 to test on")."""
     page_ids = {p.id for p in cfg.pages}
     if target is None or target in page_ids:
         pages = [p for p in cfg.pages if target in (None, p.id)]
@@ -94,6 +100,7 @@ def explain(
                             "id": r,
                             "blockers": list(cfg.recipe(r).blockers),
                             "smoke_runs": _runs_for(runs, r),
+                            "pending": (triggers or {}).get(r),
                         }
                         for r in p.recipes
                     ],
@@ -124,6 +131,28 @@ def _item_line(i: dict[str, Any]) -> str:
     return f"{i['id']}: {ref} “{title}” — {state}{label}\n      {i['url']}"
 
 
+def _evidence_lines(i: dict[str, Any], indent: str, limit: int = 5) -> list[str]:
+    """The matching commits or lines of code an item's state rests on, then its warnings."""
+    ev, out = i.get("evidence") or {}, []
+    if i["kind"] == "commits" and ev.get("matches"):
+        out.append(f"{indent}{ev['match_count']} matching commit(s), newest first:")
+        out += [
+            f"{indent}  {m['sha'][:10]} {(m.get('date') or '')[:10]} {m['subject']}  {m['url']}"
+            for m in ev["matches"][:limit]
+        ]
+    if i["kind"] == "code" and ev.get("ref"):
+        out.append(f"{indent}{i['summary']} (commit {(ev.get('sha') or '')[:10]})")
+        if ev.get("not_found"):
+            out.append(f"{indent}  not found: {', '.join(ev['not_found'])}")
+        out += [
+            f"{indent}  {'still there' if ln.get('rule') == 'absent' else 'found'} at "
+            f"{ln['path']}:{ln['line']}: {ln['text']}  {ln['url']}"
+            for ln in ev.get("lines", [])[:limit]
+        ]
+    out += [f"{indent}WARNING: {w}" for w in i.get("warnings") or []]
+    return out
+
+
 def _run_lines(runs: list[dict[str, Any]], indent: str) -> list[str]:
     if not runs:
         return [f"{indent}no smoke runs yet"]
@@ -133,8 +162,28 @@ def _run_lines(runs: list[dict[str, Any]], indent: str) -> list[str]:
         + f" on {', '.join(r['gpus']) or 'no GPU'}"
         + ("" if r.get("matches_target") else " [off-target: never validates]")
         + f" — {r['run_id']}"
+        + (f"\n{indent}  reason: {r['reason']}" if r.get("reason") else "")
         for r in runs
     ]
+
+
+def _pending_lines(t: dict[str, Any] | None, indent: str) -> list[str]:
+    if not t:
+        return []
+    if t["state"] == "dispatched":
+        head = (
+            f"{indent}pending: dispatched {t.get('dispatched_at') or '?'} as {t.get('run_id')}"
+            f" (Actions run {t.get('actions_run_id') or 'not found yet'}), not collected yet"
+        )
+    else:
+        head = (
+            f"{indent}pending: waiting since {t.get('since') or '?'}"
+            f" ({t.get('attempts') or 0} tries) for a host that can run it"
+        )
+    out = [head, f"{indent}  because: {'; '.join(t.get('reasons') or []) or '?'}"]
+    if t.get("note"):
+        out.append(f"{indent}  last note: {t['note']}")
+    return out
 
 
 def format_text(doc: dict[str, Any]) -> str:
@@ -151,10 +200,17 @@ def format_text(doc: dict[str, Any]) -> str:
         lines.append(f"{indent}  clears when {b['rule']} of:")
         for i in b["items"]:
             lines.append(f"{indent}    {_item_line(i)}")
+            lines.extend(_evidence_lines(i, indent + "      "))
         if b["context"]:
             lines.append(f"{indent}  context only (never clears it):")
             for i in b["context"]:
                 lines.append(f"{indent}    {_item_line(i)}")
+                lines.extend(_evidence_lines(i, indent + "      "))
+        if b.get("hints"):
+            lines.append(f"{indent}  hints (shown for information, never clear it):")
+            for h in b["hints"]:
+                lines.append(f"{indent}    {h['item']}: {h['text']}")
+                lines.append(f"{indent}      {h['detail']['url']}")
         for recipe, runs in b["smoke_runs"].items():
             lines.append(
                 f"{indent}  latest smoke runs of {recipe} (signatures: {', '.join(b['signatures']) or 'none'}):"
@@ -166,6 +222,7 @@ def format_text(doc: dict[str, Any]) -> str:
             lines.append(f"page {p['id']} ({p['output']}): {p['status']} — {p['reason']}")
             for r in p["recipes"]:
                 lines.append(f"  recipe {r['id']} needs {', '.join(r['blockers']) or 'nothing'}")
+                lines.extend(_pending_lines(r.get("pending"), "    "))
                 lines.extend(_run_lines(r["smoke_runs"], "    "))
             for b in p["blockers"]:
                 blocker(b, "  ")
@@ -173,6 +230,7 @@ def format_text(doc: dict[str, Any]) -> str:
         blocker(doc, "")
     else:
         lines.append(_item_line(doc))
+        lines.extend(_evidence_lines(doc, "  ", limit=20))
         if doc.get("error"):
             lines.append(f"  last error: {doc['error']}")
         lines.append(

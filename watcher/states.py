@@ -2,8 +2,9 @@
 
 Poll writes these words (one per item, read from GitHub); the pure evaluator reads them. Exactly:
 pull `open`/`draft`/`merged`/`closed` (closed without merge); issue `open`/`completed`/
-`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the latest tag or `none`.
-Closed is not fixed: a closed pull counts only when a superseding pull was merged.
+`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the latest tag or `none`;
+code check `present`/`absent`/`file-missing`. Closed is not fixed: a closed pull counts only when a
+superseding pull was merged; a code check counts only when the fix is `present` in the code.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from watcher.config import Item
 PULL_STATES = ("open", "draft", "merged", "closed")
 ISSUE_STATES = ("open", "completed", "not_planned", "closed")
 COMMIT_STATES = ("matched", "no-match")
+CODE_STATES = ("present", "absent", "file-missing")
 
 
 def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
@@ -29,4 +31,6 @@ def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
         return state == "completed"
     if item.kind == "commits":
         return state == "matched"
+    if item.kind == "code":
+        return state == "present"
     return state != "none"
