@@ -16,8 +16,9 @@ from site_seed import make_config, seed
 
 from watcher import site as site_module
 from watcher.evaluate import latest_target_runs
+from watcher.schema import migrations
 from watcher.site import render_site, state_spans
-from watcher.store import Store, migrations
+from watcher.store import Store
 
 OLD_INSERT = (
     "INSERT INTO observations (item_id, cycle_id, observed_at, state, title, fingerprint, data,"

@@ -1,7 +1,8 @@
 """The SQLite store: current state in upserted tables, history in append-only ones.
 
 One file (data/watcher.db), WAL mode so a reader (the site, `watcher status`) never blocks a cycle.
-Schema changes go through sqlite-utils `Migrations`, so an old database upgrades in place.
+Schema changes go through sqlite-utils `Migrations` (watcher.schema), so an old database upgrades
+in place. The comment outbox and the smoke triggers are mixed in from their own modules.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import sqlite_utils
-from sqlite_utils import Migrations
 
 from watcher.errors import WatcherError
-
-migrations = Migrations("watcher")
+from watcher.schema import migrations, span_data
+from watcher.store_comments import CommentStore
+from watcher.store_triggers import TriggerStore
 
 
 def utcnow() -> datetime:
@@ -39,313 +40,6 @@ def parse_iso(text: str | None) -> datetime | None:
     if not text:
         return None
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
-
-@migrations()
-def m001_initial(db: sqlite_utils.Database) -> None:
-    db.execute(
-        """CREATE TABLE items (
-            id TEXT PRIMARY KEY, repo TEXT, kind TEXT, number INTEGER, label TEXT,
-            title TEXT, state TEXT, url TEXT, superseded_by INTEGER, superseded_state TEXT,
-            in_release TEXT, details TEXT, fingerprint TEXT,
-            stale INTEGER NOT NULL DEFAULT 0, error TEXT, moved_to TEXT,
-            checked_at TEXT, changed_at TEXT, updated_at TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE observations (
-            id INTEGER PRIMARY KEY, item_id TEXT NOT NULL, cycle_id INTEGER, observed_at TEXT,
-            state TEXT, title TEXT, fingerprint TEXT, data TEXT, error TEXT)"""
-    )
-    db.execute("CREATE INDEX observations_item ON observations(item_id, id)")
-    db.execute(
-        """CREATE TABLE etags (
-            url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT, body TEXT, link TEXT,
-            fetched_at TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE events (
-            id INTEGER PRIMARY KEY, at TEXT NOT NULL, cycle_id INTEGER, kind TEXT NOT NULL,
-            subject TEXT NOT NULL, old TEXT, new TEXT, message TEXT, data TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE cycles (
-            id INTEGER PRIMARY KEY, started_at TEXT, finished_at TEXT, mode TEXT,
-            items INTEGER, changes INTEGER, requests INTEGER, not_modified INTEGER,
-            errors INTEGER, duration_s REAL, rate_limit INTEGER, rate_remaining INTEGER,
-            rate_reset INTEGER, error TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE statuses (
-            key TEXT PRIMARY KEY, status TEXT, since TEXT, reason TEXT, updated_at TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE page_versions (
-            id INTEGER PRIMARY KEY, page_id TEXT NOT NULL, at TEXT, from_event INTEGER,
-            to_event INTEGER, digest TEXT)"""
-    )
-    db.execute(
-        """CREATE TABLE smoke_runs (
-            run_id TEXT PRIMARY KEY, recipe TEXT, outcome TEXT, signature TEXT,
-            matches_target INTEGER, started_at TEXT, finished_at TEXT, doc TEXT)"""
-    )
-    db.execute("CREATE INDEX smoke_runs_recipe ON smoke_runs(recipe, started_at)")
-
-
-# ------------------------------------------------------------------ GitHub comments (notify)
-
-
-@migrations()
-def m030_comments(db: sqlite_utils.Database) -> None:
-    """The comment outbox (intent recorded before posting), sticky comments, notify state."""
-    db.execute(
-        """CREATE TABLE comment_outbox (
-            event_id INTEGER PRIMARY KEY, page_id TEXT, repo TEXT, issue INTEGER,
-            marker TEXT NOT NULL, body TEXT NOT NULL,
-            state TEXT NOT NULL DEFAULT 'pending',  -- pending | posted | failed
-            comment_id INTEGER, comment_url TEXT, found INTEGER NOT NULL DEFAULT 0,
-            attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
-            created_at TEXT, attempted_at TEXT, posted_at TEXT)"""
-    )
-    db.execute("CREATE INDEX comment_outbox_state ON comment_outbox(state, event_id)")
-    db.execute(
-        """CREATE TABLE sticky_comments (
-            page_id TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL,
-            comment_id INTEGER, comment_url TEXT, digest TEXT, updated_at TEXT,
-            checked_at TEXT, last_error TEXT, error_at TEXT,
-            PRIMARY KEY (page_id, repo, issue))"""
-    )
-    db.execute("CREATE TABLE notify_state (key TEXT PRIMARY KEY, value TEXT)")
-
-
-class CommentStore:
-    """Outbox, sticky-comment and notify-state operations; each statement commits on its own.
-
-    Mixed into Store. Every write here is its own transaction on purpose: the intent to post
-    must be on disk before the POST, and the POST's result right after it.
-    """
-
-    db: sqlite_utils.Database
-
-    def notify_get(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM notify_state WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def notify_set(self, key: str, value: str | None) -> None:
-        if value is None:
-            self.db.execute("DELETE FROM notify_state WHERE key = ?", (key,))
-        else:
-            self.db.execute(
-                "INSERT OR REPLACE INTO notify_state (key, value) VALUES (?, ?)", (key, value)
-            )
-
-    def outbox_add(
-        self,
-        event_id: int,
-        page_id: str | None,
-        repo: str,
-        issue: int,
-        marker: str,
-        body: str,
-        at: str,
-    ) -> bool:
-        """Record the intent to post; False when the event already has a row (never twice)."""
-        cur = self.db.execute(
-            "INSERT OR IGNORE INTO comment_outbox (event_id, page_id, repo, issue, marker, body,"
-            " state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-            (event_id, page_id, repo, issue, marker, body, at),
-        )
-        return cur.rowcount > 0
-
-    def outbox(self, states: tuple[str, ...] | None = None, limit: int | None = None) -> list[dict]:
-        """Rows oldest event first; `states` filters (e.g. ('pending', 'failed'))."""
-        sql, params = "SELECT * FROM comment_outbox", []
-        if states:
-            sql += f" WHERE state IN ({', '.join('?' for _ in states)})"
-            params.extend(states)
-        sql += " ORDER BY event_id"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return self._rows(sql, params)
-
-    def outbox_attempt(self, event_id: int, at: str) -> None:
-        self.db.execute(
-            "UPDATE comment_outbox SET attempts = attempts + 1, attempted_at = ? WHERE event_id = ?",
-            (at, event_id),
-        )
-
-    def outbox_posted(
-        self, event_id: int, comment_id: int, url: str | None, at: str, found: bool = False
-    ) -> None:
-        self.db.execute(
-            "UPDATE comment_outbox SET state = 'posted', comment_id = ?, comment_url = ?,"
-            " found = ?, posted_at = ?, last_error = NULL WHERE event_id = ?",
-            (comment_id, url, int(found), at, event_id),
-        )
-
-    def outbox_failed(self, event_id: int, error: str, at: str) -> None:
-        self.db.execute(
-            "UPDATE comment_outbox SET state = 'failed', last_error = ?, attempted_at = ?"
-            " WHERE event_id = ?",
-            (error[:2000], at, event_id),
-        )
-
-    def outbox_counts(self) -> dict[str, int]:
-        rows = self.db.execute("SELECT state, COUNT(*) FROM comment_outbox GROUP BY state")
-        return {state: n for state, n in rows.fetchall()}
-
-    def sticky(self, page_id: str, repo: str, issue: int) -> dict[str, Any] | None:
-        rows = self._rows(
-            "SELECT * FROM sticky_comments WHERE page_id = ? AND repo = ? AND issue = ?",
-            (page_id, repo, issue),
-        )
-        return rows[0] if rows else None
-
-    def stickies(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM sticky_comments ORDER BY page_id, repo, issue")
-
-    def put_sticky(self, page_id: str, repo: str, issue: int, **fields: Any) -> None:
-        """Upsert the named columns of a page's sticky comment row."""
-        self.db.execute(
-            "INSERT OR IGNORE INTO sticky_comments (page_id, repo, issue) VALUES (?, ?, ?)",
-            (page_id, repo, issue),
-        )
-        if fields:
-            cols = list(fields)
-            self.db.execute(
-                f"UPDATE sticky_comments SET {', '.join(f'{c} = ?' for c in cols)}"
-                " WHERE page_id = ? AND repo = ? AND issue = ?",
-                [*(fields[c] for c in cols), page_id, repo, issue],
-            )
-
-
-@migrations()
-def m010_serve_heartbeat(db: sqlite_utils.Database) -> None:
-    """One row per long-running scheduler (`serve`): alive, when it beat, when it checks next."""
-    db.execute(
-        """CREATE TABLE heartbeats (
-            name TEXT PRIMARY KEY, pid INTEGER, host TEXT, started_at TEXT, beat_at TEXT,
-            next_run_at TEXT, interval_s REAL, cycles INTEGER NOT NULL DEFAULT 0,
-            stopped_at TEXT, stop_reason TEXT)"""
-    )
-
-
-# ------------------------------------------------------------------ item history, folded
-
-
-SPAN_DATA = ("superseded_by", "superseded_state", "in_release")  # shown from a span's first row
-
-
-def _span_data(data_json: str | None) -> str:
-    """The JSON of the observation fields a span shows, from its stored `data`."""
-    data = json.loads(data_json) if data_json else None
-    data = data if isinstance(data, dict) else {}
-    return json.dumps({k: data.get(k) for k in SPAN_DATA}, sort_keys=True)
-
-
-@migrations()
-def m040_state_spans(db: sqlite_utils.Database) -> None:
-    """Item history as spans of equal (state, fingerprint, error), kept as observations arrive.
-
-    An item page shows the newest spans; folding every observation on each build made the build
-    slower as the database aged. The backfill folds the existing observations once, in id order.
-    """
-    db.execute(
-        """CREATE TABLE state_spans (
-            id INTEGER PRIMARY KEY, item_id TEXT NOT NULL, state TEXT, fingerprint TEXT,
-            error TEXT, title TEXT, data TEXT, from_at TEXT, to_at TEXT,
-            count INTEGER NOT NULL, last_observation INTEGER NOT NULL)"""
-    )
-    db.execute("CREATE INDEX state_spans_item ON state_spans(item_id, id)")
-    open_spans: dict[str, list[Any]] = {}  # item -> the span being folded, not yet written
-
-    def write(span: list[Any]) -> None:
-        db.execute(
-            "INSERT INTO state_spans (item_id, state, fingerprint, error, title, data, from_at,"
-            " to_at, count, last_observation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            span,
-        )
-
-    rows = db.conn.execute(
-        "SELECT id, item_id, observed_at, state, title, fingerprint, data, error"
-        " FROM observations ORDER BY id"
-    )
-    for obs_id, item_id, at, state, title, fingerprint, data, error in rows:
-        span = open_spans.get(item_id)
-        if span and (span[1], span[2], span[3]) == (state, fingerprint, error):
-            span[7], span[8], span[9] = at, span[8] + 1, obs_id
-            continue
-        if span:
-            write(span)
-        open_spans[item_id] = [
-            item_id,
-            state,
-            fingerprint,
-            error,
-            title,
-            _span_data(data),
-            at,
-            at,
-            1,
-            obs_id,
-        ]
-    for span in sorted(open_spans.values(), key=lambda s: s[9]):
-        write(span)
-
-
-@migrations()
-def m041_smoke_runs_newest_first(db: sqlite_utils.Database) -> None:
-    """Newest-first reads of smoke runs walk an index instead of sorting every stored run."""
-    db.execute("CREATE INDEX smoke_runs_started ON smoke_runs(started_at, run_id)")
-    db.execute("CREATE INDEX smoke_runs_recipe_started ON smoke_runs(recipe, started_at, run_id)")
-
-
-@migrations()
-def m042_smoke_triggers(db: sqlite_utils.Database) -> None:
-    """Smoke triggers not yet answered: waiting for hardware that can run them, or dispatched to
-    GitHub Actions and not yet collected. One per recipe, so a trigger is never run twice."""
-    db.execute(
-        """CREATE TABLE smoke_triggers (
-            recipe TEXT PRIMARY KEY,
-            state TEXT NOT NULL,  -- waiting | dispatched
-            reasons TEXT NOT NULL DEFAULT '[]', since TEXT, updated_at TEXT,
-            run_id TEXT, actions_run_id INTEGER, actions_run_url TEXT, dispatched_at TEXT,
-            note TEXT, attempts INTEGER NOT NULL DEFAULT 0)"""
-    )
-
-
-class TriggerStore:
-    """Pending smoke triggers (see `watcher.trigger`); each statement commits on its own."""
-
-    db: sqlite_utils.Database
-
-    def triggers(self) -> dict[str, dict[str, Any]]:
-        rows = self.db.execute("SELECT * FROM smoke_triggers ORDER BY since, recipe")
-        cols = [d[0] for d in rows.description]
-        out = {}
-        for values in rows.fetchall():
-            row = dict(zip(cols, values, strict=True))
-            row["reasons"] = json.loads(row["reasons"] or "[]")
-            out[row["recipe"]] = row
-        return out
-
-    def put_trigger(self, recipe: str, **fields: Any) -> None:
-        """Insert or update one trigger; only the given columns change."""
-        if "reasons" in fields:
-            fields["reasons"] = json.dumps(list(fields["reasons"]))
-        cols = list(fields)
-        cur = self.db.execute(
-            f"UPDATE smoke_triggers SET {', '.join(f'{c} = ?' for c in cols)} WHERE recipe = ?",
-            [*(fields[c] for c in cols), recipe],
-        )
-        if cur.rowcount == 0:
-            self.db.execute(
-                f"INSERT INTO smoke_triggers (recipe, {', '.join(cols)})"
-                f" VALUES (?, {', '.join('?' for _ in cols)})",
-                [recipe, *(fields[c] for c in cols)],
-            )
-
-    def drop_trigger(self, recipe: str) -> None:
-        self.db.execute("DELETE FROM smoke_triggers WHERE recipe = ?", (recipe,))
 
 
 class Store(CommentStore, TriggerStore):
@@ -474,7 +168,7 @@ class Store(CommentStore, TriggerStore):
             self.db.execute(
                 "INSERT INTO state_spans (item_id, state, fingerprint, error, title, data,"
                 " from_at, to_at, count, last_observation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-                (item_id, state, fingerprint, error, title, _span_data(data_json), at, at, obs_id),
+                (item_id, state, fingerprint, error, title, span_data(data_json), at, at, obs_id),
             )
 
     def observations(
