@@ -25,13 +25,15 @@ from smokekit import (
 )
 from test_classify import FAMILIES, MARLIN
 
-from watcher import smoke
+from watcher import smoke, smokelog
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.errors import ConfigError
 from watcher.hardware import Gpu, GpuReading
+from watcher.launch import build_argv, engine_env
+from watcher.probes import accept_from_metrics, parse_metrics
 from watcher.schedule import locked_cycle
-from watcher.smoke import accept_from_metrics, build_argv, parse_metrics, run_recipe
+from watcher.smoke import run_recipe
 from watcher.store import Store
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
@@ -413,7 +415,7 @@ def test_pass_env_names_what_the_engine_may_inherit(tmp_path, monkeypatch):
     )
     cfg_path.write_text(text)
     recipe = load_config(cfg_path).recipes[0]
-    env = smoke.engine_env(recipe, "r-1")
+    env = engine_env(recipe, "r-1")
     assert env["HF_TOKEN"] == "hf_passed_on_purpose"
     assert "OTHER_TOKEN" not in env and "UNSET_NAME" not in env
     cfg_path.write_text(text.replace('"UNSET_NAME"', '"BAD NAME"'))
@@ -604,8 +606,8 @@ sys.exit(1)
 
 
 def test_a_flood_of_output_is_capped_and_the_failure_still_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(smoke, "LOG_HEAD_BYTES", 64 << 10, raising=False)
-    monkeypatch.setattr(smoke, "LOG_TAIL_BYTES", 128 << 10, raising=False)
+    monkeypatch.setattr(smokelog, "LOG_HEAD_BYTES", 64 << 10)
+    monkeypatch.setattr(smokelog, "LOG_TAIL_BYTES", 128 << 10)
     cfg_path = write_config(tmp_path, [sys.executable, "-c", FLOOD, "{port}"])
     _, doc = run(cfg_path)
     log_file = tmp_path / "data" / "smoke" / f"{doc['run_id']}.log"

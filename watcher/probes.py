@@ -1,0 +1,351 @@
+"""Is the engine up, and does it work: the port check, readiness polling, the HTTP probes.
+
+Before launch, the port must be free. While it starts, `wait_ready` polls the ready path and
+watches the log for a known failure. Once ready, `probe` asks /v1/models, a temperature-0 known
+answer, a streamed completion (TTFT, decode tokens/s) and the spec-decode accept length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from watcher.config import Recipe
+from watcher.launch import RunProcesses
+
+if TYPE_CHECKING:
+    from watcher.smokelog import LogPump
+
+DECODE_PROMPT = "Count upward from one in English words, one word per number, without stopping."
+DECODE_TOKENS = 128
+SPEC_BROKEN_BELOW = 1.1  # an accept length this close to 1.0 means no draft token is ever kept
+# Thinking models (Qwen3) would spend a short max_tokens inside <think>; templates that do not
+# know the flag ignore it.
+NO_THINKING = {"enable_thinking": False}
+PORT_IN_USE = "port-in-use"  # the built-in signature for a port another process holds
+
+
+# ---------------------------------------------------------------- the port
+
+
+def port_taken(port: int) -> str | None:
+    """Why `port` cannot be the engine's (something answers or listens there), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            return f"something already answers on 127.0.0.1:{port}"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError as e:
+            return f"port {port} cannot be bound: {e.strerror or e}"
+    return None
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on `port` (any address), from /proc/net/tcp{,6}."""
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                out.add(cols[9])
+    return out
+
+
+def _socket_inodes(pids) -> set[str]:
+    out = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    out.add(link[8:-1])
+    return out
+
+
+def served_by(port: int, procs: RunProcesses) -> bool | None:
+    """Is the server listening on `port` one of this run's processes? None when /proc can't say."""
+    listening = _listening_inodes(port)
+    if not listening:
+        return None
+    return bool(listening & _socket_inodes(pid for pid, _ in procs.pids()))
+
+
+# ---------------------------------------------------------------- probes
+
+
+@dataclass
+class Probe:
+    """What the probes measured and which checks failed."""
+
+    model: str | None = None
+    answer: str | None = None
+    ttft_s: float | None = None
+    decode_tokens_per_s: float | None = None
+    accept_length: float | None = None
+    engine_version: str | None = None
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _models(client: httpx.Client, p: Probe, fallback: str) -> None:
+    r = client.get("/v1/models")
+    if r.status_code != 200:
+        p.failures.append(f"GET /v1/models answered HTTP {r.status_code}")
+        p.model = fallback or None
+        return
+    data = r.json().get("data") or []
+    p.model = data[0].get("id") if data else (fallback or None)
+    if not data:
+        p.failures.append("GET /v1/models listed no model")
+
+
+def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    body = {
+        "model": p.model or recipe.model or "default",
+        "messages": [{"role": "user", "content": recipe.checks.prompt}],
+        "temperature": 0,
+        "max_tokens": recipe.checks.max_tokens,
+        "chat_template_kwargs": NO_THINKING,
+    }
+    r = client.post("/v1/chat/completions", json=body)
+    if r.status_code != 200:
+        p.failures.append(f"chat completion answered HTTP {r.status_code}: {r.text[:200]}")
+        return
+    msg = (r.json().get("choices") or [{}])[0].get("message") or {}
+    p.answer = (msg.get("content") or "").strip()
+    if recipe.checks.expect.lower() not in p.answer.lower():
+        p.failures.append(
+            f"known-answer check: expected {recipe.checks.expect!r}, got {p.answer[:120]!r}"
+        )
+
+
+def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    body = {
+        "model": p.model or recipe.model or "default",
+        "messages": [{"role": "user", "content": DECODE_PROMPT}],
+        "temperature": 0,
+        "max_tokens": DECODE_TOKENS,
+        "ignore_eos": True,
+        "chat_template_kwargs": NO_THINKING,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    sent = time.monotonic()
+    first = last = None
+    chunks, usage_tokens = 0, None
+    with client.stream("POST", "/v1/chat/completions", json=body) as r:
+        if r.status_code != 200:
+            r.read()
+            p.failures.append(f"streamed completion answered HTTP {r.status_code}")
+            return
+        for line in r.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                break
+            try:
+                obj = json.loads(payload)
+            except json.JSONDecodeError:
+                continue
+            if (obj.get("usage") or {}).get("completion_tokens"):
+                usage_tokens = int(obj["usage"]["completion_tokens"])
+            for choice in obj.get("choices") or []:
+                text = (choice.get("delta") or {}).get("content") or choice.get("text")
+                if text:
+                    now = time.monotonic()
+                    first = first or now
+                    last = now
+                    chunks += 1
+    if first is None:
+        p.failures.append("streamed completion produced no tokens")
+        return
+    p.ttft_s = round(first - sent, 4)
+    tokens = usage_tokens or chunks
+    if tokens > 1 and last > first:
+        p.decode_tokens_per_s = round((tokens - 1) / (last - first), 2)
+
+
+_PROM = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text -> metric name -> value summed over label sets."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _PROM.match(line)
+        if m:
+            with contextlib.suppress(ValueError):
+                out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
+    return out
+
+
+def accept_from_metrics(metrics: dict[str, float]) -> float | None:
+    """SGLang's gauge, or vLLM's counters: 1 + accepted tokens per draft."""
+    for name in ("sglang:spec_accept_length", "sglang:avg_spec_accept_length"):
+        if name in metrics:
+            return metrics[name]
+    drafts = metrics.get("vllm:spec_decode_num_drafts_total")
+    accepted = metrics.get("vllm:spec_decode_num_accepted_tokens_total")
+    if drafts and accepted is not None:
+        return 1.0 + accepted / drafts
+    return None
+
+
+def _find_key(obj: Any, key: str) -> Any:
+    if isinstance(obj, dict):
+        if key in obj:
+            return obj[key]
+        for v in obj.values():
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _engine_info(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    paths = ["/server_info", "/get_server_info"] if recipe.engine == "sglang" else []
+    paths.append("/version")
+    for path in paths:
+        try:
+            r = client.get(path)
+        except httpx.HTTPError:
+            continue
+        if r.status_code != 200:
+            continue
+        with contextlib.suppress(ValueError):
+            info = r.json()
+            p.engine_version = p.engine_version or (
+                str(info["version"]) if isinstance(info, dict) and info.get("version") else None
+            )
+            value = _find_key(info, "avg_spec_accept_length")
+            if isinstance(value, int | float) and p.accept_length is None:
+                p.accept_length = float(value)
+        if p.engine_version and (p.accept_length is not None or not recipe.spec_decode):
+            return
+    if recipe.spec_decode and p.accept_length is None:
+        with contextlib.suppress(httpx.HTTPError):
+            r = client.get("/metrics")
+            if r.status_code == 200:
+                p.accept_length = accept_from_metrics(parse_metrics(r.text))
+
+
+def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
+    """Ask the running engine the questions that make a recipe 'work'."""
+    p = Probe()
+    with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+        try:
+            _models(client, p, recipe.model)
+            _known_answer(client, p, recipe)
+            _stream(client, p, recipe)
+            _engine_info(client, p, recipe)
+        except httpx.HTTPError as e:
+            p.failures.append(f"probe failed: {type(e).__name__}: {e}")
+        except ValueError as e:
+            p.failures.append(f"probe got a malformed answer: {e}")
+    c = recipe.checks
+    if c.min_decode_tokens_per_s is not None and p.decode_tokens_per_s is not None:
+        if p.decode_tokens_per_s < c.min_decode_tokens_per_s:
+            p.failures.append(
+                f"decode {p.decode_tokens_per_s:.1f} tok/s is below the required "
+                f"{c.min_decode_tokens_per_s:.1f}"
+            )
+    if recipe.spec_decode:
+        a = p.accept_length
+        if a is None:
+            p.notes.append("spec decode is on but the engine reports no accept length")
+        elif a < SPEC_BROKEN_BELOW:
+            p.failures.append(
+                f"accept length {a:.2f} ≈ 1.0 with spec decode on: no draft token is accepted,"
+                " spec decode is silently broken"
+            )
+        elif c.min_accept_length is not None and a < c.min_accept_length:
+            p.failures.append(f"accept length {a:.2f} is below the required {c.min_accept_length}")
+    return p
+
+
+# ---------------------------------------------------------------- readiness
+
+
+@dataclass
+class Wait:
+    """How the readiness wait ended, and after how long."""
+
+    state: str  # ready | died | timeout | fatal | foreign
+    startup_s: float
+    exit_code: int | None = None
+    signature: str | None = None  # fatal: the family seen in the log
+
+
+def wait_ready(
+    proc: subprocess.Popen,
+    url: str,
+    timeout: float,
+    watch: LogPump | None = None,
+    fatal_grace: float = 30.0,
+    owner: Callable[[], bool | None] | None = None,
+) -> Wait:
+    """Poll `url` until it answers 200, the process dies, or the deadline passes.
+
+    With `watch`, a known failure in the log that is not followed by readiness within
+    `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running. With
+    `owner`, a 200 from a server that is not the run's own (False) ends it as `foreign`.
+    """
+    started = time.monotonic()
+    deadline = started + timeout
+    interval = 0.1
+    fatal: tuple[str, float] | None = None
+    with httpx.Client(timeout=5.0, trust_env=False) as client:
+        while True:
+            if proc.poll() is not None:
+                return Wait("died", time.monotonic() - started, proc.returncode)
+            if watch is not None and fatal is None:
+                seen = watch.check()
+                if seen:
+                    fatal = (seen, time.monotonic() + fatal_grace)
+            if fatal is not None and time.monotonic() >= fatal[1]:
+                return Wait("fatal", time.monotonic() - started, signature=fatal[0])
+            try:
+                r = client.get(url, timeout=max(0.2, min(5.0, deadline - time.monotonic())))
+                if r.status_code == 200:
+                    if proc.poll() is not None:
+                        return Wait("died", time.monotonic() - started, proc.returncode)
+                    if owner is not None and owner() is False:
+                        return Wait("foreign", time.monotonic() - started, signature=PORT_IN_USE)
+                    return Wait("ready", time.monotonic() - started)
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None:
+                return Wait("died", time.monotonic() - started, proc.returncode)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Wait("timeout", time.monotonic() - started)
+            time.sleep(min(interval, remaining))
+            interval = min(interval * 1.5, 2.0)
