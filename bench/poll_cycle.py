@@ -111,6 +111,9 @@ def main() -> None:
             f"{name:<16} {wall:>8.2f} {wall / naive:>8.2f} {statistics.median(r['requests'] for r in rs):>9.0f}"
             f" {statistics.median(r['not_modified'] for r in rs):>6.0f} {statistics.median(r['spend'] for r in rs):>11.0f}"
         )
+    warm_spend = [r["spend"] for r in rows["watcher warm"]]
+    assert not any(warm_spend), f"a quiet (warm) cycle spent rate limit: {warm_spend}"
+    print("\nwatcher warm cycles spent 0 rate limit (asserted)")
     cold = statistics.median(r["wall"] for r in rows["watcher cold"])
     print(f"\nwatcher cold cycle / sequential latency sum: {cold / sequential:.2f}")
 

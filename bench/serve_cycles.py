@@ -5,7 +5,8 @@
 Runs the shipped watch.toml (its items, blockers and pages) against the fake GitHub seeded with
 `real_threads`, through `locked_cycle` (what every `serve` tick and `check-now` run), in a
 temporary folder. The steady-state rows show what the GITHUB_TOKEN budget (1,000 requests per
-hour on Actions) really pays for a quiet cycle. Prints a small table; asserts nothing.
+hour on Actions) really pays for a quiet cycle. Prints a small table and asserts that every cycle
+after the first spends 0 rate limit.
 """
 
 from __future__ import annotations
@@ -44,16 +45,21 @@ def main() -> None:
             os.environ["GITHUB_API_URL"] = gh.url
             os.environ["GITHUB_TOKEN"] = "test-token"
             print(f"{'cycle':>5}  {'requests':>8}  {'304s':>5}  {'rate spent':>10}  {'seconds':>7}")
+            spent = []
             for n in range(1, args.cycles + 1):
                 before = gh.rate_remaining
                 started = time.perf_counter()
                 report = locked_cycle(cfg, "bench")
                 took = time.perf_counter() - started
                 s = report.stats
+                spent.append(before - gh.rate_remaining)
                 print(
                     f"{n:>5}  {s.get('requests', 0):>8}  {s.get('not_modified', 0):>5}  "
-                    f"{before - gh.rate_remaining:>10}  {took:>7.3f}"
+                    f"{spent[-1]:>10}  {took:>7.3f}"
                 )
+            # nothing changed upstream after the first cycle: every later one must cost nothing
+            assert spent[0] > 0 and not any(spent[1:]), f"a quiet cycle spent rate limit: {spent}"
+            print("quiet cycles spent 0 rate limit (asserted)")
 
         data = tmp / "lockbench"
         times = []

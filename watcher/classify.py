@@ -8,13 +8,17 @@ Families are ordered specific before generic: the lowest-index family seen anywh
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from re import _constants as re_constants  # the stdlib's own regex parser: literals of a pattern
+from re import _parser as re_parser
 from typing import BinaryIO
 
-from watcher.signatures import BUILTIN, Signature, all_signatures
+from watcher.errors import WatcherError
+from watcher.signatures import Signature, all_signatures
 
 BLOCK_BYTES = 1 << 20  # 1 MiB per read
 OVERLAP_CHARS = (
@@ -44,29 +48,202 @@ class Finding:
         return self.signature.id
 
 
-# Literal words (lower-case bytes) one of which every match of a built-in family contains. The
-# regex then runs only on the few lines around each hit, not on the whole block: Python's `re`
-# scans 15-60 MB/s per family, `bytes.find` some GB/s. Config signatures have no keywords and
-# are searched over whole blocks.
-KEYWORDS: dict[str, tuple[bytes, ...]] = {
-    "marlin-tile-n": (b"divisible",),
-    "mamba-extra-buffer": (b"extra_buffer",),
-    "spec-decode-hybrid": (b"support",),
-    "nccl": (b"nccl", b"watchdog caught"),
-    "kv-cache-memory": (b"memory", b"too small", b"max_total_num_tokens"),
-    "cuda-oom": (b"out of memory", b"outofmemory", b"cudaerrormemoryallocation", b"alloc_failed"),
-    "port-in-use": (b"in use", b"errno 98", b"bind() failed"),
-    "model-not-found": (
-        b"repositorynotfound",
-        b"not found",
-        b"does not exist",
-        b"no such file",
-        b"load the configuration",
-        b"valid model identifier",
-    ),
-    "docker-gpu": (b"capabilities", b"nvidia-container-cli", b"docker daemon", b"from daemon"),
-}
-WINDOW_LINES = 2  # lines before and after a keyword hit that the regex sees (wrapped messages)
+MIN_LITERAL = 3  # shorter runs ("is", "of") are dropped: they only slow the pass, never decide it
+# Non-ASCII characters that Python's re.IGNORECASE matches to an ASCII letter (checked by a test
+# against every code point): folded to that letter before the literal pass, so it misses nothing.
+FOLD = ((b"\xc4\xb0", b"i"), (b"\xc4\xb1", b"i"), (b"\xe2\x84\xaa", b"k"), (b"\xc5\xbf", b"s"))
+
+
+# ------------------------------------------------------------------ the one-pass literal filter
+#
+# Every match of a family's regex contains certain literal strings: `requirement` reads them from
+# the parsed regex as an AND/OR tree (a sequence needs all its parts, an alternation one of its
+# branches; optional parts, classes, anchors and look-arounds need nothing). One pass of a
+# multi-literal engine finds which of all families' literals occur in a block (case-insensitively,
+# a superset of what the regex can see); only the families whose tree holds run their Python
+# regex over the block, in priority order. A filter that can only say "maybe" never changes the
+# winner or its excerpt: the same regex decides, on the same bytes.
+
+
+@dataclass(frozen=True)
+class Need:
+    """`all` or `any` of `parts` (lower-case ASCII literals or nested Needs); no parts: true."""
+
+    op: str
+    parts: tuple[str | Need, ...] = ()
+
+    def holds(self, present: Callable[[str], bool]) -> bool:
+        test = all if self.op == "all" else any
+        return not self.parts or test(
+            present(p) if isinstance(p, str) else p.holds(present) for p in self.parts
+        )
+
+    def cover(self) -> frozenset[str] | None:
+        """A few literals one of which every match contains (None: no such set): a quick first
+        test, so the pure-Python finder looks for two or three literals per family, not all."""
+        if not self.parts:
+            return None
+        if self.op == "any":
+            covers = [p.cover() if isinstance(p, Need) else frozenset([p]) for p in self.parts]
+            if None in covers:
+                return None
+            union = frozenset().union(*covers)  # "memory" covers "outofmemoryerror" too
+            return frozenset(a for a in union if not any(b != a and b in a for b in union))
+        covers = [p.cover() if isinstance(p, Need) else frozenset([p]) for p in self.parts]
+        covers = [c for c in covers if c]
+        # fewest literals, as long as they are not tiny; then the longest
+        return max(
+            covers, key=lambda c: (min(map(len, c)) >= 4, -len(c), min(map(len, c))), default=None
+        )
+
+    def literals(self) -> set[str]:
+        out: set[str] = set()
+        for p in self.parts:
+            out.update([p] if isinstance(p, str) else p.literals())
+        return out
+
+
+ANYTHING = Need("all")
+
+
+def requirement(pattern: str) -> Need:
+    """The literals every match of `pattern` contains; ANYTHING when none can be told."""
+    try:
+        return _sequence(re_parser.parse(pattern))
+    except (re.error, RecursionError, ValueError, TypeError):
+        return ANYTHING
+
+
+def _sequence(items) -> Need:
+    parts: list[str | Need] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) >= MIN_LITERAL:
+            parts.append("".join(run).lower())
+        run.clear()
+
+    for op, av in items:
+        if op is re_constants.LITERAL and av < 128:
+            run.append(chr(av))
+            continue
+        flush()
+        need = _node(op, av)
+        if need.parts:
+            parts.append(need)
+    flush()
+    # longest literals first: the likeliest to be absent, so `holds` stops early
+    parts.sort(key=lambda p: -len(p) if isinstance(p, str) else 0)
+    return Need("all", tuple(parts)) if parts else ANYTHING
+
+
+def _node(op, av) -> Need:
+    if op is re_constants.SUBPATTERN:
+        return _sequence(av[-1])
+    if op is getattr(re_constants, "ATOMIC_GROUP", None):
+        return _sequence(av)
+    repeats = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT)
+    if op in repeats or op is getattr(re_constants, "POSSESSIVE_REPEAT", None):
+        low, _high, item = av
+        return _sequence(item) if low >= 1 else ANYTHING
+    if op is re_constants.BRANCH:
+        branches = [_sequence(b) for b in av[1]]
+        if any(not b.parts for b in branches):
+            return ANYTHING
+        return Need("any", tuple(branches))
+    return ANYTHING  # one character of a class, `.`, an anchor, a look-around, a back-reference
+
+
+def _folded(data: bytes) -> bytes:
+    if data.isascii():
+        return data
+    for raw, ascii_letter in FOLD:
+        data = data.replace(raw, ascii_letter)
+    return data
+
+
+class FindEngine:
+    """Pure Python: `bytes.find` on the lower-cased block, one literal at a time, on demand."""
+
+    name = "python"
+
+    def __init__(self, literals: set[str]):
+        self.literals = literals
+
+    def present(self, data: bytes) -> Callable[[str], bool]:
+        low = _folded(data).lower()
+        seen: dict[str, bool] = {}
+
+        def present(literal: str) -> bool:
+            if literal not in seen:
+                seen[literal] = literal.encode() in low
+            return seen[literal]
+
+        return present
+
+
+class HyperscanEngine:
+    """Hyperscan: every literal of every family in one pass over the block (caseless)."""
+
+    name = "hyperscan"
+
+    def __init__(self, literals: set[str]):
+        import hyperscan
+
+        self.names = sorted(literals)
+        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        flags = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
+        self.db.compile(
+            expressions=[re.escape(x).encode() for x in self.names],
+            ids=list(range(len(self.names))),
+            elements=len(self.names),
+            flags=[flags] * len(self.names),
+        )
+        self.scratch = hyperscan.Scratch(self.db)
+
+    def present(self, data: bytes) -> Callable[[str], bool]:
+        found: set[str] = set()
+        names = self.names
+
+        def on_match(literal_id, _start, _end, _flags, _context):
+            found.add(names[literal_id])
+
+        if self.names:
+            self.db.scan(_folded(data), match_event_handler=on_match, scratch=self.scratch)
+        return found.__contains__
+
+
+class NoFilter:
+    """No literal pass: every family's regex runs on every block (the reference, and `before`)."""
+
+    name = "none"
+
+    def __init__(self, literals: set[str]):
+        self.literals = literals
+
+    def present(self, data: bytes) -> Callable[[str], bool]:
+        return lambda literal: True
+
+
+ENGINES = ("hyperscan", "python", "none")
+
+
+def literal_engine(literals: set[str], name: str | None = None):
+    """Hyperscan when it is installed, else the pure-Python finder; `none` filters nothing.
+
+    WATCHER_CLASSIFIER_ENGINE=python (or none) picks another; all of them find the same family.
+    """
+    name = name or os.environ.get("WATCHER_CLASSIFIER_ENGINE") or "hyperscan"
+    if name not in ENGINES:
+        raise WatcherError(f"WATCHER_CLASSIFIER_ENGINE={name}: use one of {', '.join(ENGINES)}")
+    if name == "none":
+        return NoFilter(literals)
+    if name == "hyperscan":
+        try:
+            return HyperscanEngine(literals)
+        except ImportError:
+            pass
+    return FindEngine(literals)
 
 
 def _clip(line: str) -> str:
@@ -111,61 +288,49 @@ def _excerpt(data: bytes, start: int, end: int) -> tuple[str, str]:
 class Classifier:
     """Compiled, ordered families. `scan` and `scan_text` return the winning Finding or None."""
 
-    def __init__(self, signatures: Iterable[Signature] | None = None):
-        builtin = {s.id: s.pattern for s in BUILTIN}
+    def __init__(self, signatures: Iterable[Signature] | None = None, engine: str | None = None):
         self.signatures = tuple(signatures if signatures is not None else all_signatures())
         self._compiled = [re.compile(s.pattern) for s in self.signatures]
-        # keywords only where the pattern is the built-in one they were written for
-        self._keywords = [
-            KEYWORDS.get(s.id) if builtin.get(s.id) == s.pattern else None for s in self.signatures
-        ]
+        self._needs = [requirement(s.pattern) for s in self.signatures]
+        self._covers = [sorted(n.cover() or (), key=len, reverse=True) for n in self._needs]
+        literals = set().union(*(n.literals() for n in self._needs))
+        self.engine = literal_engine(literals, engine)
 
-    def _search(self, i: int, data: bytes, low: bytes) -> tuple[int, int] | None:
-        """Byte span of family i's first match in data, or None."""
-        rx, keywords = self._compiled[i], self._keywords[i]
-        if keywords is None:
-            text = _decode(data)
-            m = rx.search(text)
-            if not m:
-                return None
-            start = len(text[: m.start()].encode())
-            return start, start + len(m.group(0).encode())
-        # windows of lines around every keyword hit, merged, so a dense log costs one regex pass
-        spans = []
-        for kw in keywords:
-            pos = low.find(kw)
-            while pos >= 0:
-                hi = _forward(data, pos + len(kw), WINDOW_LINES)
-                spans.append((_back(data, pos, WINDOW_LINES), hi))
-                pos = low.find(kw, hi)
-        spans.sort()
-        merged: list[list[int]] = []
-        for lo, hi in spans:
-            if merged and lo <= merged[-1][1] + 1:
-                merged[-1][1] = max(merged[-1][1], hi)
-            else:
-                merged.append([lo, hi])
-        for lo, hi in merged:
-            window = _decode(data[lo:hi])
-            m = rx.search(window)
-            if m:
-                start = lo + len(window[: m.start()].encode())
-                return start, start + len(m.group(0).encode())
-        return None
+    def _search(self, i: int, data: bytes, text: str) -> tuple[int, int] | None:
+        """Byte span of family i's first match in data (decoded as `text`), or None."""
+        m = self._compiled[i].search(text)
+        if not m:
+            return None
+        start = len(text[: m.start()].encode())
+        return start, start + len(m.group(0).encode())
 
-    def scan_blocks(self, blocks: Iterable[bytes]) -> Finding | None:
+    def scan_blocks(
+        self, blocks: Iterable[bytes], newlines_before: Callable[[int], int] | None = None
+    ) -> Finding | None:
+        """The winning Finding over the blocks of one log, or None.
+
+        `newlines_before(offset)`, when given, counts the log's newlines before a byte offset
+        on demand (a file can be read again), so a log without a finding is never counted.
+        """
         best: Finding | None = None
         best_index = len(self._compiled)
         carry = b""
-        lines_before = 0  # newlines in the log before data[0]
+        offset = 0  # byte offset in the log of data[0]
+        lines_before = 0  # newlines in the log before data[0], when counted as we go
         for chunk in blocks:
             data = carry + chunk
-            low = data.lower()  # ASCII-only, so byte offsets stay the same
+            present = self.engine.present(data)  # one pass: which literals occur in this block
+            text = None
             for i in range(best_index):
-                span = self._search(i, data, low)
+                cover = self._covers[i]
+                if cover and not any(map(present, cover)) or not self._needs[i].holds(present):
+                    continue
+                text = _decode(data) if text is None else text
+                span = self._search(i, data, text)
                 if span:
                     line, excerpt = _excerpt(data, *span)
-                    line_no = lines_before + data.count(b"\n", 0, span[0]) + 1
+                    before = lines_before if newlines_before is None else newlines_before(offset)
+                    line_no = before + data.count(b"\n", 0, span[0]) + 1
                     best, best_index = Finding(self.signatures[i], line_no, line, excerpt), i
                     break
             if best_index == 0:
@@ -176,16 +341,28 @@ class Classifier:
             if nl > keep_from:
                 prev = data.rfind(b"\n", keep_from, nl)
                 keep_from = prev + 1 if prev >= 0 else keep_from
-            lines_before += data.count(b"\n", 0, keep_from)
+            if newlines_before is None:
+                lines_before += data.count(b"\n", 0, keep_from)
+            offset += keep_from
             carry = data[keep_from:]
         return best
 
     def scan(self, path: str | Path) -> Finding | None:
         with open(path, "rb") as f:
-            return self.scan_blocks(_blocks(f))
+            return self.scan_blocks(_blocks(f), lambda offset: _newlines(path, offset))
 
     def scan_text(self, text: str) -> Finding | None:
         return self.scan_blocks([text.encode("utf-8")])
+
+
+def _newlines(path: str | Path, upto: int) -> int:
+    """Newlines in the file's first `upto` bytes, read again in blocks."""
+    count = 0
+    with open(path, "rb") as f:
+        while upto > 0 and (chunk := f.read(min(BLOCK_BYTES, upto))):
+            count += chunk.count(b"\n")
+            upto -= len(chunk)
+    return count
 
 
 def _blocks(f: BinaryIO, size: int = BLOCK_BYTES):

@@ -6,7 +6,7 @@ import errno
 import json
 import logging
 import re
-import sqlite3
+import sqlite3  # stdlib, ~5 ms: the CLI turns database errors into one line
 import sys
 from pathlib import Path
 
@@ -304,7 +304,7 @@ def status(config_path: str, as_json: bool) -> None:
     try:
         now = utcnow()
         items = store.items()
-        ev = evaluate(cfg, items, store.smoke_runs(), store.statuses(), now)
+        ev = evaluate(cfg, items, store.evaluation_runs(), store.statuses(), now)
         last = store.last_finished_cycle(polled_only=True)
         fresh = freshness(cfg, last, store.heartbeat(HEARTBEAT), now)
     finally:
@@ -443,7 +443,7 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
         store = Store(cfg.db_path)
         try:
             now = utcnow()
-            ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
             result = run_notify(cfg, store, ev, now=now, dry_run=dry_run)
         finally:
             store.close()

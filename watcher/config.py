@@ -11,6 +11,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -250,17 +251,23 @@ class Config:
     def db_path(self) -> Path:
         return self.data_dir / "watcher.db"
 
+    @cached_property
+    def _ids(self) -> dict[str, dict[str, Any]]:
+        """id -> object per table, built once: a cycle looks up every item, so a scan is O(N²)."""
+        tables = ("items", "blockers", "recipes", "pages")
+        return {t: _by_id(getattr(self, t)) for t in tables}
+
     def item(self, item_id: str) -> Item:
-        return _by_id(self.items)[item_id]
+        return self._ids["items"][item_id]
 
     def blocker(self, blocker_id: str) -> Blocker:
-        return _by_id(self.blockers)[blocker_id]
+        return self._ids["blockers"][blocker_id]
 
     def recipe(self, recipe_id: str) -> Recipe:
-        return _by_id(self.recipes)[recipe_id]
+        return self._ids["recipes"][recipe_id]
 
     def page(self, page_id: str) -> Page:
-        return _by_id(self.pages)[page_id]
+        return self._ids["pages"][page_id]
 
 
 def _by_id(objs):

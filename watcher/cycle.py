@@ -222,12 +222,12 @@ def render_pages(
             if cv and newest > cv["to_event"]
             else ((cv["from_event"], cv["to_event"]) if cv else (0, newest))
         )
-        changes = [e for e in store.events(after=lo, upto=hi) if e["subject"] in subjects][:30]
+        changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
         if (
             cv and not changes and newest > cv["to_event"]
         ):  # nothing new for this page: keep its range
             lo, hi = cv["from_event"], cv["to_event"]
-            changes = [e for e in store.events(after=lo, upto=hi) if e["subject"] in subjects][:30]
+            changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
         ctx = page_context(cfg, page, items, ev, runs, changes, last_checked, offline_note)
         text = render_page(cfg, ctx)
         d = digest(text)
@@ -351,7 +351,7 @@ def _cycle(
                 )
                 report.events.extend(item_events)
                 store.put_etags(client.etag_updates)
-            ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
             quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
             report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
         # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
@@ -439,7 +439,7 @@ def _smoke_hook(
     report.smoke_runs.extend(docs)
     report.events.extend(smoke_events)
     with store.transaction():
-        ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
         report.events.extend(record_transitions(store, report.cycle_id, ev, at))
     return ev
 

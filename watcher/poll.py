@@ -20,12 +20,14 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
-from watcher.github import GitHubClient
+
+if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
+    from watcher.github import GitHubClient
 
 MAX_COMMITS_SHOWN = 20
 MAX_LINES_SHOWN = 20

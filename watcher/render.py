@@ -15,15 +15,15 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import jinja2
-from markupsafe import Markup, escape
+from typing import TYPE_CHECKING, Any
 
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation
 from watcher.redact import redact
 from watcher.views import item_view
+
+if TYPE_CHECKING:  # jinja2 is imported by the commands that render, not by `status` or `--help`
+    import jinja2
 
 KIND_WORDS = {
     "pull": "pull request",
@@ -93,8 +93,10 @@ def md_ticks(text: Any, limit: int = 400) -> str:
     return "".join(code_span(p) if code else md_escape(p, limit) for code, p in _ticked(text))
 
 
-def html_ticks(text: Any) -> Markup:
+def html_ticks(text: Any) -> Any:
     """The same sentence for the site: escaped HTML with <code> for the backticked parts."""
+    from markupsafe import Markup, escape  # with jinja2: only the commands that render load it
+
     return Markup("").join(
         Markup("<code>{}</code>").format(p) if code else escape(p) for code, p in _ticked(text)
     )
@@ -133,11 +135,30 @@ class _Placeholders(dict):
         return "{" + key + "}"
 
 
+_ENVIRONMENTS: dict[tuple[str, ...], jinja2.Environment] = {}
+
+
 def environment(cfg: Config | None = None) -> jinja2.Environment:
+    """The process's jinja2 Environment for this template search path, built on first use.
+
+    Compiling the templates costs more than rendering them, so every cycle of `serve` and every
+    render in a process shares one Environment per folder list; jinja2 checks each template's
+    mtime on every lookup, so an edited template is still picked up.
+    """
     search = []
     if cfg is not None and (cfg.base_dir / "templates").is_dir():
         search.append(str(cfg.base_dir / "templates"))
     search.append(str(package_templates()))
+    key = tuple(search)
+    env = _ENVIRONMENTS.get(key)
+    if env is None:
+        env = _ENVIRONMENTS.setdefault(key, _new_environment(search))
+    return env
+
+
+def _new_environment(search: list[str]) -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
         autoescape=jinja2.select_autoescape(["html", "xml", "svg", "html.j2", "xml.j2", "svg.j2"]),
@@ -145,6 +166,7 @@ def environment(cfg: Config | None = None) -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=True,
     )
     env.filters.update(
         md=md_escape,

@@ -28,6 +28,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 from typing import Any
 
 import markdown
@@ -90,14 +91,24 @@ class SiteReport:
 # ------------------------------------------------------------------ cleaning untrusted text
 
 
-def clean(value: Any) -> Any:
-    """Redact secrets and drop control characters in every string of a structure."""
+def clean(value: Any, memo: dict[str, str] | None = None) -> Any:
+    """Redact secrets and drop control characters in every string of a structure.
+
+    `memo` remembers cleaned strings within one call: an item's history repeats the same few
+    titles and states hundreds of times.
+    """
     if isinstance(value, str):
-        return _CONTROL.sub("", redact(value).replace("\r\n", "\n").replace("\r", "\n"))
+        if memo is None:
+            return _CONTROL.sub("", redact(value).replace("\r\n", "\n").replace("\r", "\n"))
+        if value not in memo:
+            memo[value] = clean(value)
+        return memo[value]
+    if memo is None:
+        memo = {}
     if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items()}
+        return {k: clean(v, memo) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [clean(v) for v in value]
+        return [clean(v, memo) for v in value]
     return value
 
 
@@ -235,7 +246,10 @@ def last_checked_at(store: Store, items: dict[str, dict]) -> str | None:
 
 
 def state_spans(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Consecutive observations with the same state folded into spans, newest first."""
+    """Consecutive observations with the same state folded into spans, newest first.
+
+    The reference for `Store.state_spans`, which keeps the same spans as observations arrive.
+    """
     spans: list[dict[str, Any]] = []
     for obs in sorted(observations, key=lambda o: o["id"]):
         data = obs.get("data") or {}
@@ -262,6 +276,21 @@ def state_spans(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         s.pop("key")
     spans.reverse()
     return spans[:HISTORY_LIMIT]
+
+
+def history_rows(spans: list[dict[str, Any]]) -> list[SimpleNamespace]:
+    """An item page's history rows, cleaned, as attribute objects.
+
+    Up to HISTORY_LIMIT rows per item: the templates read attributes (a dict makes jinja2 try
+    and fail `getattr` first), and the stored times and counts are ours, so only the upstream
+    text is cleaned, once per distinct string.
+    """
+    memo: dict[str, str] = {}
+    trusted = ("from", "to", "count")
+    return [
+        SimpleNamespace(**{k: v if k in trusted else clean(v, memo) for k, v in s.items()})
+        for s in spans
+    ]
 
 
 def _fmt(value: Any, pattern: str) -> str | None:
@@ -426,7 +455,7 @@ def site_context(
 ) -> dict[str, Any]:
     """Everything the templates show, cleaned and sorted."""
     items = store.items()
-    runs = store.smoke_runs()
+    runs = store.smoke_runs(limit=max(RUNS_LIMIT, CHART_LIMIT))
     statuses = store.statuses()
     events = [_event_view(e) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
     checked = last_checked_at(store, items)
@@ -510,7 +539,7 @@ def site_context(
             "other_items": [views[i.id] for i in cfg.items if i.id not in in_blockers],
             "problems": [v for v in (views[i.id] for i in cfg.items) if v["stale"] or v["error"]],
             "runs": run_views,
-            "runs_total": len(runs),
+            "runs_total": store.count_smoke_runs(),
             "recipes": [{"id": r.id, "title": r.title or r.id} for r in cfg.recipes],
             "charts": [
                 chart(cfg, charted, "decode_tokens_per_s", "Decode speed", "tok/s"),
@@ -540,7 +569,7 @@ def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
         cv = store.current_page_version(page.id)
         lo, hi = (cv["from_event"], cv["to_event"]) if cv else (0, store.last_event_id())
         subjects = page_subjects(cfg, page)
-        changes = [e for e in store.events(after=lo, upto=hi) if e["subject"] in subjects][:30]
+        changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
         ctx = page_context(cfg, page, items, ev, runs, changes, checked, None)
         out[page.id] = render_page(cfg, ctx)
     return out
@@ -558,7 +587,7 @@ def render_site(
     now = now or utcnow()
     generated_at = iso(now)
     if ev is None:
-        ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
     if status_doc is None:
         cycle = store.last_finished_cycle(polled_only=True) or store.last_finished_cycle()
         status_doc = status_document(
@@ -579,7 +608,7 @@ def render_site(
         )
     all_items = store.items()
     for item in ctx["items"]:
-        history = clean(state_spans(store.observations(item["id"])))
+        history = history_rows(store.state_spans(item["id"], HISTORY_LIMIT))
         details = clean((all_items.get(item["id"]) or {}).get("details") or {})
         commits = [
             dict(c, url=safe_href(c.get("url")))

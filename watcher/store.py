@@ -229,6 +229,76 @@ def m010_serve_heartbeat(db: sqlite_utils.Database) -> None:
     )
 
 
+# ------------------------------------------------------------------ item history, folded
+
+
+SPAN_DATA = ("superseded_by", "superseded_state", "in_release")  # shown from a span's first row
+
+
+def _span_data(data_json: str | None) -> str:
+    """The JSON of the observation fields a span shows, from its stored `data`."""
+    data = json.loads(data_json) if data_json else None
+    data = data if isinstance(data, dict) else {}
+    return json.dumps({k: data.get(k) for k in SPAN_DATA}, sort_keys=True)
+
+
+@migrations()
+def m040_state_spans(db: sqlite_utils.Database) -> None:
+    """Item history as spans of equal (state, fingerprint, error), kept as observations arrive.
+
+    An item page shows the newest spans; folding every observation on each build made the build
+    slower as the database aged. The backfill folds the existing observations once, in id order.
+    """
+    db.execute(
+        """CREATE TABLE state_spans (
+            id INTEGER PRIMARY KEY, item_id TEXT NOT NULL, state TEXT, fingerprint TEXT,
+            error TEXT, title TEXT, data TEXT, from_at TEXT, to_at TEXT,
+            count INTEGER NOT NULL, last_observation INTEGER NOT NULL)"""
+    )
+    db.execute("CREATE INDEX state_spans_item ON state_spans(item_id, id)")
+    open_spans: dict[str, list[Any]] = {}  # item -> the span being folded, not yet written
+
+    def write(span: list[Any]) -> None:
+        db.execute(
+            "INSERT INTO state_spans (item_id, state, fingerprint, error, title, data, from_at,"
+            " to_at, count, last_observation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            span,
+        )
+
+    rows = db.conn.execute(
+        "SELECT id, item_id, observed_at, state, title, fingerprint, data, error"
+        " FROM observations ORDER BY id"
+    )
+    for obs_id, item_id, at, state, title, fingerprint, data, error in rows:
+        span = open_spans.get(item_id)
+        if span and (span[1], span[2], span[3]) == (state, fingerprint, error):
+            span[7], span[8], span[9] = at, span[8] + 1, obs_id
+            continue
+        if span:
+            write(span)
+        open_spans[item_id] = [
+            item_id,
+            state,
+            fingerprint,
+            error,
+            title,
+            _span_data(data),
+            at,
+            at,
+            1,
+            obs_id,
+        ]
+    for span in sorted(open_spans.values(), key=lambda s: s[9]):
+        write(span)
+
+
+@migrations()
+def m041_smoke_runs_newest_first(db: sqlite_utils.Database) -> None:
+    """Newest-first reads of smoke runs walk an index instead of sorting every stored run."""
+    db.execute("CREATE INDEX smoke_runs_started ON smoke_runs(started_at, run_id)")
+    db.execute("CREATE INDEX smoke_runs_recipe_started ON smoke_runs(recipe, started_at, run_id)")
+
+
 class Store(CommentStore):
     """Thin, named operations over the database; callers never write SQL."""
 
@@ -336,26 +406,58 @@ class Store(CommentStore):
         data: Any,
         error: str | None,
     ) -> None:
-        self.db.execute(
+        """Append an observation and fold it into the item's newest state span."""
+        data_json = json.dumps(data, sort_keys=True)
+        cur = self.db.execute(
             "INSERT INTO observations (item_id, cycle_id, observed_at, state, title, fingerprint, data, error)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                item_id,
-                cycle_id,
-                at,
-                state,
-                title,
-                fingerprint,
-                json.dumps(data, sort_keys=True),
-                error,
-            ),
+            (item_id, cycle_id, at, state, title, fingerprint, data_json, error),
         )
+        obs_id = cur.lastrowid
+        # `IS` compares as the reader would: NULL equals NULL, values with the columns' affinity
+        extended = self.db.execute(
+            "UPDATE state_spans SET to_at = ?, count = count + 1, last_observation = ?"
+            " WHERE id = (SELECT MAX(id) FROM state_spans WHERE item_id = ?)"
+            " AND state IS ? AND fingerprint IS ? AND error IS ?",
+            (at, obs_id, item_id, state, fingerprint, error),
+        ).rowcount
+        if not extended:
+            self.db.execute(
+                "INSERT INTO state_spans (item_id, state, fingerprint, error, title, data,"
+                " from_at, to_at, count, last_observation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                (item_id, state, fingerprint, error, title, _span_data(data_json), at, at, obs_id),
+            )
 
     def observations(
         self, item_id: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
         where = {"item_id = ?": item_id} if item_id else {}
         return self._select("observations", where, "id DESC", limit, json_cols=("data",))
+
+    def state_spans(self, item_id: str, limit: int) -> list[dict[str, Any]]:
+        """The item's newest `limit` state spans, newest first (what `site.state_spans` folds)."""
+        rows = self.db.execute(
+            "SELECT state, title, error, data, from_at, to_at, count FROM state_spans"
+            " WHERE item_id = ? ORDER BY id DESC LIMIT ?",
+            (item_id, int(limit)),
+        )
+        decoded: dict[str, dict[str, Any]] = {}  # the same few `data` texts repeat: decode once
+        out = []
+        for state, title, error, data, from_at, to_at, count in rows:
+            if data not in decoded:
+                decoded[data] = json.loads(data) if data else {}
+            out.append(
+                {
+                    "state": state,
+                    "title": title,
+                    "error": error,
+                    **decoded[data],
+                    "from": from_at,
+                    "to": to_at,
+                    "count": count,
+                }
+            )
+        return out
 
     # -- events
     def add_event(
@@ -385,11 +487,19 @@ class Store(CommentStore):
         return cur.lastrowid
 
     def events(
-        self, after: int = 0, upto: int | None = None, limit: int | None = None
+        self,
+        after: int = 0,
+        upto: int | None = None,
+        limit: int | None = None,
+        subjects: set[str] | None = None,
     ) -> list[dict[str, Any]]:
+        """Newest first; `subjects` keeps only events about those items, blockers or pages."""
         where: dict[str, Any] = {"id > ?": after}
         if upto is not None:
             where["id <= ?"] = upto
+        if subjects is not None:
+            names = sorted(subjects)
+            where["subject IN (SELECT value FROM json_each(?))"] = json.dumps(names)
         return self._select("events", where, "id DESC", limit, json_cols=("data",))
 
     def last_event_id(self) -> int:
@@ -458,6 +568,28 @@ class Store(CommentStore):
                 json.dumps(doc, sort_keys=True),
             ),
         )
+
+    def count_smoke_runs(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM smoke_runs").fetchone()[0]
+
+    def evaluation_runs(self) -> list[dict[str, Any]]:
+        """Each recipe's newest target-hardware run with a verdict: all `evaluate` reads.
+
+        The same answer as `evaluate.latest_target_runs(store.smoke_runs())`, without decoding
+        every run ever stored.
+        """
+        recipes = [r[0] for r in self.db.execute("SELECT DISTINCT recipe FROM smoke_runs")]
+        out = []
+        for recipe in recipes:
+            row = self.db.execute(
+                "SELECT doc FROM smoke_runs WHERE recipe IS ? AND matches_target = 1"
+                " AND outcome NOT IN ('skipped', 'started', 'interrupted')"
+                " ORDER BY started_at DESC, run_id DESC LIMIT 1",
+                (recipe,),
+            ).fetchone()
+            if row:
+                out.append(json.loads(row[0]))
+        return out
 
     def count_smoke_runs_since(self, at: str, until: str | None = None) -> int:
         """Runs started at or after `at` (and, given `until`, no later): the daily budget."""

@@ -1,0 +1,172 @@
+"""The one-pass literal filter never changes the answer.
+
+Each engine (hyperscan, the pure-Python finder, and `none`: every regex on every block, the
+reference) must return the same family, line number, line and excerpt, on the real-looking lines
+of test_classify.py and on lines built to trip a filter: matches split over block edges, Unicode
+letters that Python's IGNORECASE folds to ASCII, invalid UTF-8, and config patterns with
+look-arounds, back-references or no literal at all.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+
+import pytest
+from test_classify import FAMILIES, MARLIN
+
+from watcher.classify import ANYTHING, ENGINES, FOLD, Classifier, requirement
+from watcher.config import Signature
+from watcher.signatures import BUILTIN, all_signatures
+
+EXTRA = (
+    Signature(id="lookaround", pattern=r"(?<!no )fatal (\w+) again \1", kind="upstream"),
+    Signature(id="digits-only", pattern=r"\b\d{3}-\d{4}-\d{2}\b", kind="environment"),
+    Signature(id="non-ascii", pattern=r"(?i)straße\s+ist\s+kaputt", kind="environment"),
+)
+SIGNATURE_SETS = {"builtin": all_signatures(), "with-config": all_signatures(EXTRA)}
+
+
+def findings(text: bytes, signatures, sizes=(7, 64, 1000, 1 << 20)) -> dict:
+    """engine -> block size -> (id, line_no, line, excerpt) or None."""
+    out = {}
+    for engine in ENGINES:
+        c = Classifier(signatures, engine=engine)
+        assert c.engine.name == engine
+        for size in sizes:
+            f = c.scan_blocks(text[i : i + size] for i in range(0, len(text), size))
+            out[engine, size] = f and (f.id, f.line_no, f.line, f.excerpt)
+    return out
+
+
+def assert_same(text: bytes, signatures=None, want: str | None = "any") -> None:
+    got = findings(text, signatures or all_signatures())
+    reference = got["none", 1 << 20]
+    for (engine, size), answer in got.items():  # the excerpt may depend on the block size
+        assert answer == got["none", size], (engine, size, answer, got["none", size])
+        assert (answer and answer[:2]) == (reference and reference[:2]), (engine, size)
+    if want != "any":
+        assert (reference and reference[0]) == want, reference
+
+
+ADVERSARIAL = [
+    # Unicode letters that Python's re.IGNORECASE folds to ASCII i, k and s
+    ("address already \u0131n use (dotless i)", "port-in-use"),
+    ("b\u0130nd() failed", "port-in-use"),
+    ("\u212aV cache is too small", "kv-cache-memory"),
+    ("address already in u\u017fe", "port-in-use"),
+    # invalid UTF-8 inside a match (`.{0,80}` spans the replacement characters)
+    ("model \udcff\udcfe/weights path not found", "model-not-found"),
+    # multi-byte characters before the match shift byte offsets
+    ("\u2588" * 300 + " torch.OutOfMemoryError: CUDA out of memory", "cuda-oom"),
+    # a family's words spread over wrapped lines and extra whitespace
+    ("Watchdog\n   caught   collective\toperation timeout", "nccl"),
+    ("CUDA  out\n of memory", "cuda-oom"),
+    # literals present, regex not: the filter says maybe, the regex says no
+    ("divisible is not by size; kv cache is small; model not found nowhere", None),
+    ("no such file or directory: 'notes.txt' (not a model file)", None),
+]
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize("line, family", ADVERSARIAL)
+def test_adversarial_lines_get_the_same_answer_from_every_engine(line, family):
+    pad = "".join(f"[2026-11-30 12:00:{i % 60:02d}] step {i}\n" for i in range(120))
+    assert_same(encode(pad + line + "\n" + pad), want=family)
+
+
+@pytest.mark.parametrize("line", [*MARLIN, *FAMILIES.values()])
+def test_fixture_lines_get_the_same_answer_from_every_engine(line):
+    assert_same(f"INFO loading\n{line}\nTraceback follows\n".encode())
+
+
+def test_a_match_straddling_every_block_edge():
+    line = "RuntimeError: size_n = 96 is not divisible by\n    tile_n_size = 64"
+    head = "".join(f"INFO step {i}\n" for i in range(30)).encode()
+    text = head + line.encode() + b"\nmore\n"
+    start = len(head)
+    for cut in range(start - 3, start + len(line) + 3):  # every edge inside the failure
+        blocks = [text[:cut], text[cut:]]
+        answers = {e: Classifier(engine=e).scan_blocks(blocks) for e in ENGINES}
+        assert {(f.id, f.line_no, f.excerpt) for f in answers.values()} == {
+            ("marlin-tile-n", 31, answers["none"].excerpt)
+        }, cut
+
+
+def test_config_patterns_with_lookarounds_backrefs_and_no_literal():
+    signatures = SIGNATURE_SETS["with-config"]
+    assert requirement(r"\b\d{3}-\d{4}-\d{2}\b") == ANYTHING  # runs on every block
+    assert requirement(r"(?<!no )fatal (\w+) again \1").literals() == {"fatal ", " again "}
+    for line, want in (
+        ("fatal disk again disk", "lookaround"),
+        ("no fatal disk again disk", None),
+        ("call 555-1234-99 now", "digits-only"),
+        ("STRASSE ist kaputt", None),
+        ("Straße   IST kaputt", "non-ascii"),
+    ):
+        assert_same(f"start\n{line}\nend\n".encode(), signatures, want=want)
+
+
+def test_random_logs_get_the_same_answer_from_every_engine():
+    """Fragments of real failure lines, re-cased, re-spaced, folded and cut at random."""
+    rnd = random.Random(15)
+    words = " ".join([*MARLIN, *FAMILIES.values(), *(a for a, _ in ADVERSARIAL)]).split()
+    folds = {"i": "\u0131", "k": "\u212a", "s": "\u017f", "I": "\u0130"}
+    for n in range(60):
+        lines = []
+        for _ in range(rnd.randint(1, 40)):
+            picked = rnd.sample(words, rnd.randint(1, 9))
+            line = rnd.choice([" ", "  ", "\n", "\t"]).join(picked)
+            line = "".join(
+                folds.get(ch, ch)
+                if rnd.random() < 0.02
+                else ch.upper()
+                if rnd.random() < 0.1
+                else ch
+                for ch in line
+            )
+            lines.append(line)
+        if rnd.random() < 0.5:
+            lines.insert(rnd.randrange(len(lines) + 1), rnd.choice(list(FAMILIES.values())))
+        text = encode("\n".join(lines) + "\n")
+        signatures = SIGNATURE_SETS[rnd.choice(list(SIGNATURE_SETS))]
+        for size in (rnd.randint(5, 300), 1 << 20):
+            got = findings(text, signatures, sizes=(size,))
+            assert len(set(got.values())) == 1, (n, size, got)
+
+
+def test_fold_table_is_what_python_ignorecase_does():
+    """Every non-ASCII code point that (?i) matches to an ASCII letter is folded before the pass."""
+    everything = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    folded = {}
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        for ch in re.findall(f"(?i){letter}", everything):
+            if not ch.isascii():
+                folded[ch.encode()] = letter.encode()
+    assert folded == dict(FOLD)
+
+
+def test_every_builtin_family_has_literals():
+    for s in BUILTIN:
+        assert requirement(s.pattern).literals(), s.id
+
+
+def test_line_numbers_counted_on_demand_match_those_counted_as_it_goes(tmp_path):
+    """scan(path) counts newlines only once something matched, by reading the file again."""
+    lines = [f"[2026-11-30 12:00:00] step {i} " + "x" * 60 for i in range(60_000)]  # ~5 MiB
+    lines[20_000] = "torch.OutOfMemoryError: CUDA out of memory."  # block 2
+    lines[50_000] = "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error"  # wins
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    for engine in ENGINES:
+        c = Classifier(engine=engine)
+        on_demand = c.scan(log)
+        as_it_goes = c.scan_blocks(
+            log.read_bytes()[i : i + (1 << 20)] for i in range(0, log.stat().st_size, 1 << 20)
+        )
+        assert (on_demand.id, on_demand.line_no) == ("nccl", 50_001), engine
+        assert on_demand == as_it_goes, engine
