@@ -40,12 +40,15 @@ def test_demo_offline_in_a_fresh_folder(tmp_path):
     for what in ("page:", "site:", "status:"):
         assert what in r.stdout
     page = (folder / "docs" / "engines" / "SGLANG.md").read_text()
-    assert "superseded by #45295 (merged)" in page and "(off-target)" in page
+    assert "fixed in vLLM #\u200d45295, first in v0.24.0" in page  # the reference is inert
+    assert "(not an RTX 3090: it proves nothing here)" in page  # the fake engine's pass
     status = json.loads((folder / "site" / "status.json").read_text())
     assert status["pages"][0]["status"] == "ready-to-test"  # a fake engine never validates
     assert status["runs"]["smoke"][0]["outcome"] == "passed"
     assert status["runs"]["smoke"][0]["hardware"]["matches_target"] is False
     assert (folder / "site" / "index.html").exists() and (folder / "site" / "feed.xml").exists()
+    config = (folder / "watch.toml").read_text()
+    assert "# The demo's own fake GitHub on 127.0.0.1, gone once the demo ended" in config
     # the folder must be fresh: a second demo into it refuses, loses nothing
     r2 = subprocess.run(
         [sys.executable, "-m", "watcher", "demo", str(folder)],

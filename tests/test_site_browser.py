@@ -101,7 +101,7 @@ def test_index_in_chromium_light_dark_desktop_phone(built_site, tmp_path):
                     assert page.locator("h1").first.is_visible()
                     status = page.locator("#pages ~ .cards .pill").first
                     assert status.is_visible() and status.inner_text() == "blocked"
-                    assert page.get_by_text("Last checked upstream").is_visible()
+                    assert page.get_by_text("Last read from GitHub").is_visible()
                     assert page.locator("#freshness .ago").inner_text() == "10 minutes ago"
                     assert not page.locator("#stale-warning").is_visible()
                     assert page.locator("img[src='badge/sglang.svg']").evaluate(
@@ -111,6 +111,14 @@ def test_index_in_chromium_light_dark_desktop_phone(built_site, tmp_path):
                         "document.documentElement.scrollWidth - window.innerWidth"
                     )
                     assert overflow <= 0, f"{overflow}px of horizontal scroll on {name}"
+                    # No column off screen: on a phone each row is a card of labelled cells.
+                    off = page.evaluate(
+                        """() => [...document.querySelectorAll('table.stack td')]
+                            .map(td => td.getBoundingClientRect())
+                            .filter(r => r.left < 0 || r.right > window.innerWidth + 0.5)
+                            .length"""
+                    )
+                    assert off == 0, f"{off} key cells off screen on {name}"
                     page.screenshot(
                         path=str(ARTIFACTS / f"site-index-{scheme}-{name}.png"),
                         full_page=name == "desktop",

@@ -27,6 +27,7 @@ def _setup_logging(verbose: int) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
+        force=True,  # `-v` after the command raises the level set by the group
     )
     logging.getLogger("httpx").setLevel(logging.WARNING if verbose < 2 else logging.DEBUG)
     # APScheduler logs every job start and end at INFO; serve logs its own line per cycle.
@@ -81,9 +82,49 @@ def terminal_safe(text: str) -> str:
     return _TERMINAL_UNSAFE.sub("", text)
 
 
+def _more_verbose(ctx: click.Context, _param, value: int) -> None:
+    """`watcher check-now -v` works like `watcher -v check-now`; both add up."""
+    if value and not ctx.resilient_parsing:
+        root = ctx.find_root()
+        root.meta["watcher.verbose"] = root.meta.get("watcher.verbose", 0) + value
+        _setup_logging(root.meta["watcher.verbose"])
+
+
+class _Command(click.Command):
+    """Every subcommand also takes -v/--verbose (after its name)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params.append(
+            click.Option(
+                ["-v", "--verbose"],
+                count=True,
+                expose_value=False,
+                callback=_more_verbose,
+                help="More log output on stderr (-vv for HTTP); same as before the command.",
+            )
+        )
+
+
+def _complete_ids(kinds: tuple[str, ...]):
+    """Shell completion of ids from the config named by --config (or ./watch.toml)."""
+
+    def complete(ctx: click.Context, _param, incomplete: str) -> list[str]:
+        try:
+            cfg = load_config(Path(ctx.params.get("config_path") or "watch.toml"))
+        except (WatcherError, OSError):
+            return []
+        ids = [o.id for kind in kinds for o in getattr(cfg, kind)]
+        return [i for i in ids if i.startswith(incomplete)]
+
+    return complete
+
+
 class _Group(click.Group):
     """Turns WatcherError — and disk, database and permission failures — into one line and an
     exit code, never a traceback."""
+
+    command_class = _Command
 
     def invoke(self, ctx):
         try:
@@ -102,30 +143,53 @@ class _Group(click.Group):
 @click.group(cls=_Group)
 @click.version_option(__version__, prog_name="watcher")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for HTTP).")
-def cli(verbose: int) -> None:
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
     """watcher: watch upstream blockers, smoke-test the recipe, publish the truth.
 
     Start with `watcher init`, then `watcher check-now`.
     """
+    ctx.meta["watcher.verbose"] = verbose
     _setup_logging(verbose)
 
 
 @cli.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
-def init(directory: Path) -> None:
+@click.option(
+    "--github",
+    is_flag=True,
+    help="Also write .github/workflows/watch.yml (cron, Pages deploy, a pinned watcher).",
+)
+@click.option(
+    "--smoke",
+    is_flag=True,
+    help="With --github: also the GPU host's .github/workflows/smoke.yml.",
+)
+@click.option(
+    "--install",
+    metavar="REQUIREMENT",
+    help="With --github: what the workflows pip-install (default: this version's git tag).",
+)
+def init(directory: Path, github: bool, smoke: bool, install: str | None) -> None:
     """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
 
-    Never overwrites an existing file: an existing watch.toml is an error, existing fragments
-    are left as they are.
+    Never overwrites an existing file: existing files are left as they are and named. Without
+    --github an existing watch.toml is an error; with --github (DIRECTORY is the guide's
+    repository) the workflows are derived from the watch.toml found or written there.
 
-    Example: watcher init ~/guide-watch
+    Example: watcher init --github ~/src/my-guide
     """
+    if (smoke or install) and not github:
+        raise click.UsageError("--smoke and --install go with --github")
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "watch.toml"
-    if target.exists():
+    if target.exists() and not github:
         raise WatcherError(f"{target} already exists; not overwriting it")
-    target.write_text(default_config_text(), encoding="utf-8")
-    click.echo(str(target))
+    if target.exists():
+        click.echo(f"kept {target} (exists)", err=True)
+    else:
+        target.write_text(default_config_text(), encoding="utf-8")
+        click.echo(str(target))
     from watcher.render import package_templates
 
     # Hand-written prose fragments, for the maintainer to edit; existing files are never touched.
@@ -136,6 +200,21 @@ def init(directory: Path) -> None:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(src.read_bytes())
                 click.echo(str(dest))
+    if github:
+        from watcher.scaffold import write_github
+
+        done = write_github(_config(str(target)), directory, smoke=smoke, install=install)
+        for path in done.written:
+            click.echo(str(path))
+        for path in done.kept:
+            click.echo(f"kept {path} (exists; not overwriting it)", err=True)
+        click.echo(
+            "Next: watcher doctor && watcher check-now (with GITHUB_TOKEN set), commit these "
+            "files, then Settings → Pages → Source: GitHub Actions and Actions → watch → Run "
+            "workflow (README: Use it in your guide)",
+            err=True,
+        )
+        return
     click.echo(
         "Next: watcher validate --config "
         + str(target)
@@ -200,7 +279,9 @@ def check_now(
     """Run one cycle now: poll GitHub, evaluate the blockers, regenerate the pages.
 
     When GitHub cannot be reached the pages are rendered from the last known state (items marked
-    stale), a warning goes to stderr, and the exit code is still 0. When another cycle (`serve`,
+    stale), a warning goes to stderr, and the exit code is still 0. When GitHub refused every
+    read with 401/403 (a wrong or expired token) the pages are still rendered, and it exits 1
+    with the fix. When another cycle (`serve`,
     another check-now) holds the data folder's lock for longer than [watcher] lock_timeout, it
     exits 75 and names the holder.
 
@@ -232,9 +313,11 @@ def check_now(
     log.info(report.summary())
     if as_json:
         click.echo(json.dumps(report.status, indent=2, sort_keys=True, ensure_ascii=False))
-        return
-    if dry_run:
+    elif dry_run:
         _print_dry_run(report)
+    if (as_json or dry_run) and report.token_rejected:
+        raise WatcherError(report.token_rejected)
+    if as_json or dry_run:
         return
     for page_id, p in report.pages.items():
         verb = "wrote" if p["written"] else "unchanged"
@@ -246,6 +329,8 @@ def check_now(
     click.echo(f"status: {cfg.site_dir / 'status.json'}")
     if not report.site_error:
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
+    if report.token_rejected:
+        raise WatcherError(report.token_rejected)
 
 
 def _print_dry_run(report) -> None:
@@ -354,7 +439,9 @@ def status(config_path: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("target", required=False)
+@click.argument(
+    "target", required=False, shell_complete=_complete_ids(("pages", "blockers", "items"))
+)
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
 def explain(target: str | None, config_path: str, as_json: bool) -> None:
@@ -374,9 +461,10 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
     try:
         items, runs = store.items(), store.smoke_runs(limit=200)
         ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
+        triggers = store.triggers()
     finally:
         store.close()
-    doc = build(cfg, target, items, ev, runs)
+    doc = build(cfg, target, items, ev, runs, triggers)
     click.echo(
         json.dumps(doc, indent=2, sort_keys=True) if as_json else terminal_safe(format_text(doc))
     )
@@ -471,7 +559,7 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
 
 
 @cli.command()
-@click.argument("recipe_id")
+@click.argument("recipe_id", shell_complete=_complete_ids(("recipes",)))
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the result document to stdout.")
 @click.option(
@@ -535,6 +623,75 @@ def demo(directory: Path) -> None:
     click.echo(f"site:   {where['site']}")
     click.echo(f"status: {where['status']}")
     click.echo(f"config: {where['config']}  (try: watcher explain --config {where['config']})")
+
+
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option(
+    "--gpu",
+    is_flag=True,
+    help="Also check the smoke host: GPUs, docker's NVIDIA runtime, models, ports, disk.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+def doctor(config_path: str, gpu: bool, as_json: bool) -> None:
+    """Check that this host can run watcher: one line per check, one fix per failed line.
+
+    Config valid; GitHub reachable; GITHUB_TOKEN accepted (and its rate limit); the notify issue
+    exists and the token may comment (when [notify] is enabled); site and data folders writable;
+    the Python version. With --gpu, for the smoke host: NVML or nvidia-smi sees each recipe's
+    target GPU, docker runs with the NVIDIA runtime (docker recipes), the model path exists,
+    each recipe's port is free, disk space for logs. Exits 0 only when every check passes.
+
+    Example: GITHUB_TOKEN=... watcher doctor --gpu
+    """
+    from watcher.doctor import as_json as checks_json
+    from watcher.doctor import run_doctor
+
+    checks = run_doctor(Path(config_path), gpu=gpu)
+    failed = [c for c in checks if not c.ok]
+    if as_json:
+        click.echo(json.dumps(checks_json(checks), indent=2, ensure_ascii=False))
+    else:
+        for c in checks:
+            click.echo(c.line())
+        click.echo(
+            f"{len(failed)} of {len(checks)} checks failed" if failed else "all checks passed"
+        )
+    sys.exit(1 if failed else 0)
+
+
+@cli.command("db-changed")
+@click.argument("old", type=click.Path(exists=True, dir_okay=False))
+@click.argument("new", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--every",
+    default=None,
+    metavar="DURATION",
+    help="Also say yes when OLD's last cycle is this much older than NEW's (e.g. 6h).",
+)
+def db_changed(old: str, new: str, every: str | None) -> None:
+    """Is NEW (this cycle's data/watcher.db) worth committing over OLD (the committed one)?
+
+    Exit 0, printing why, when the state changed (or --every has passed); exit 1 when only
+    per-cycle bookkeeping changed. The GitHub Actions workflow calls it before committing.
+
+    Example: watcher db-changed --every 6h committed.db data/watcher.db
+    """
+    from watcher.config import parse_duration
+    from watcher.dbchanged import decide
+
+    try:
+        every_s = parse_duration(every) if every is not None else None
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--every") from None
+    try:
+        worth, why = decide(old, new, every_s)
+    except sqlite3.Error as e:
+        err = WatcherError(f"{old} or {new}: not a readable watcher database: {e}")
+        err.exit_code = 2  # 1 means "quiet": a broken file must not read as one
+        raise err from None
+    click.echo(why)
+    sys.exit(0 if worth else 1)
 
 
 def main() -> None:

@@ -2,12 +2,16 @@
 
 Only talking: which bodies to post and when is decided in `notify_plan`, and `notify` runs the two.
 Writes go through PyGithub with no automatic retry (a duplicate is worse than a late comment), one
-at a time, at least `interval` seconds apart, honouring `retry-after`. PyGithub pages through the
-listing (100 a page), so a sticky comment is found however long the thread grows.
+at a time, at least `interval` seconds apart, honouring `retry-after`; only a 201 (an edit: 200)
+whose answer carries a comment id counts as written, so a redirect or an empty answer leaves the
+event in the outbox. The listing goes through watcher's own GitHubClient (100 a page, up to
+MAX_COMMENT_PAGES, a next link back to a page already read or off the API's origin is an error),
+so a sticky comment is found however long the thread grows, and a looping Link cannot spin.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -15,12 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from watcher.answers import COMMENT, check
 from watcher.errors import GitHubError
-from watcher.github import api_base_url
+from watcher.github import GitHubClient, api_base_url, public_url
 
 log = logging.getLogger("watcher")
 
 DEFAULT_SECONDARY_WAIT = 60.0  # a secondary rate limit without retry-after: wait at least a minute
+MAX_COMMENT_PAGES = 100  # 10,000 comments
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class CommentAPI(Protocol):
     def list_comments(self) -> list[Comment]: ...
     def create(self, body: str) -> Comment: ...
     def edit(self, comment_id: int, body: str) -> Comment: ...
+    def permission(self, login: str) -> str: ...
 
 
 def _retry_after(headers: dict[str, Any] | None, now: float) -> float | None:
@@ -103,12 +110,22 @@ class GithubComments:
             seconds_between_writes=None,
             lazy=True,
         )
-        self._issue = self._gh.get_repo(repo).get_issue(issue)
+        self._repo = self._gh.get_repo(repo)
+        self._issue = self._repo.get_issue(issue)
+        self._reader = GitHubClient(
+            self.base_url,
+            token=token,
+            timeout=timeout,
+            user_agent=user_agent,
+            retries=0,
+            max_rate_limit_wait=0,  # a rate limit pauses notify's writes instead
+        )
         self._login: str | None = None
-        self._objects: dict[int, Any] = {}  # comment id -> PyGithub IssueComment, for edits
+        self._listed: set[int] = set()  # only a comment seen in the listing is ever edited
 
     def close(self) -> None:
         self._gh.close()
+        self._reader.close()
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         import github
@@ -118,31 +135,11 @@ class GithubComments:
             return fn()
         except github.GithubException as e:
             message = (e.data or {}).get("message") if isinstance(e.data, dict) else None
-            status = e.status
-            headers = e.headers or {}
-            lower = {str(k).lower(): v for k, v in headers.items()}
-            rate_limited = (
-                isinstance(e, github.RateLimitExceededException)
-                or status == 429
-                or (
-                    status == 403
-                    and ("retry-after" in lower or lower.get("x-ratelimit-remaining") == "0")
-                )
-            )
-            raise CommentError(
-                f"{what}: HTTP {status}: {message or e}",
-                status,
-                rate_limited=rate_limited,
-                retry_after=_retry_after(headers, time.time()),
-            ) from None
+            raise _error(what, e.status, e.headers, message or str(e)) from None
         except requests.RequestException as e:
             raise CommentError(f"{what}: {type(e).__name__}: {e}") from None
-
-    def _comment(self, c: Any) -> Comment:
-        self._objects[c.id] = c
-        return Comment(
-            id=c.id, login=c.user.login if c.user else "", body=c.body or "", url=c.html_url
-        )
+        except RuntimeError as e:  # PyGithub refuses a 301 to another host or scheme this way
+            raise CommentError(f"{what}: {public_url(str(e)) or type(e).__name__}") from None
 
     def login(self) -> str:
         if self._login is None:
@@ -151,18 +148,90 @@ class GithubComments:
 
     def list_comments(self) -> list[Comment]:
         where = f"GET {self.repo}#{self.issue_number} comments"
-        return self._call(where, lambda: [self._comment(c) for c in self._issue.get_comments()])
+        path = f"/repos/{self.repo}/issues/{self.issue_number}/comments"
+        try:
+            raw = self._reader.paginate(path, {"per_page": 100}, max_pages=MAX_COMMENT_PAGES)
+        except GitHubError as e:
+            shown = f" ({e.url})" if e.url else ""
+            raise CommentError(
+                f"{where}: {e}{shown}",
+                e.status,
+                rate_limited=e.retry_after is not None,
+                retry_after=e.retry_after,
+            ) from None
+        comments = [_comment(c) for c in raw]
+        self._listed.update(c.id for c in comments)
+        return comments
+
+    def _write(self, what: str, verb: str, url: str, body: str, wanted: int) -> Comment:
+        """One write; anything but `wanted` with a comment id in the answer is an error."""
+        status, headers, output = self._call(
+            what, lambda: self._gh.requester.requestJson(verb, url, input={"body": body})
+        )
+        try:
+            data = json.loads(output) if output else None
+        except ValueError:
+            data = None
+        if status >= 400:
+            message = data.get("message") if isinstance(data, dict) else None
+            raise _error(what, status, headers, message or "")
+        try:
+            if status != wanted:
+                raise GitHubError("wrong status")
+            return _comment(check(data, COMMENT))
+        except GitHubError:
+            where = {str(k).lower(): v for k, v in (headers or {}).items()}.get("location")
+            moved = f" (redirect to {public_url(where)})" if where else ""
+            raise CommentError(
+                f"{what}: HTTP {status}{moved} without a comment id; not counted as written",
+                status,
+            ) from None
 
     def create(self, body: str) -> Comment:
         where = f"POST {self.repo}#{self.issue_number} comment"
-        return self._comment(self._call(where, lambda: self._issue.create_comment(body)))
+        return self._write(where, "POST", f"{self._issue.url}/comments", body, 201)
 
     def edit(self, comment_id: int, body: str) -> Comment:
-        obj = self._objects.get(comment_id)
-        if obj is None:
+        if comment_id not in self._listed:
             raise CommentError(f"comment {comment_id} was not in the listing; not editing it")
-        self._call(f"PATCH comment {comment_id}", lambda: obj.edit(body))
-        return self._comment(obj)
+        url = f"{self.base_url}/repos/{self.repo}/issues/comments/{int(comment_id)}"
+        return self._write(f"PATCH comment {comment_id}", "PATCH", url, body, 200)
+
+    def permission(self, login: str) -> str:
+        """A user's permission on the repository, as GitHub says it (admin, maintain, write,
+        triage, read or none): GET /repos/{owner}/{repo}/collaborators/{user}/permission."""
+        where = f"GET {self.repo} permission of {login}"
+        return self._call(where, lambda: self._repo.get_collaborator_permission(login))
+
+
+def _comment(data: dict[str, Any]) -> Comment:
+    user = data.get("user") or {}
+    return Comment(
+        id=data["id"],
+        login=user.get("login") or "",
+        body=data.get("body") or "",
+        url=data.get("html_url"),
+    )
+
+
+def _error(what: str, status: int | None, headers: Any, message: str) -> CommentError:
+    """A refused request as one line; `rate_limited` when GitHub asked us to wait."""
+    headers = dict(headers or {})
+    lower = {str(k).lower(): v for k, v in headers.items()}
+    rate_limited = status == 429 or (
+        status == 403
+        and (
+            "retry-after" in lower
+            or lower.get("x-ratelimit-remaining") == "0"
+            or "rate limit" in message.lower()
+        )
+    )
+    return CommentError(
+        f"{what}: HTTP {status}: {message[:200]}",
+        status,
+        rate_limited=rate_limited,
+        retry_after=_retry_after(headers, time.time()),
+    )
 
 
 class Pacer:

@@ -217,6 +217,24 @@ class Notify:
     issue: int | None = None
     enabled: bool = False
     pages: tuple[str, ...] = ()
+    dashboard: bool = False  # checkboxes in the sticky comment (the issue is read every cycle)
+
+
+@dataclass(frozen=True)
+class Site:
+    """[site]: how the status site presents itself and where it links back to."""
+
+    title: str = "watcher status"
+    url: str | None = None  # where the site is published: absolute links and Atom ids
+    guide_url: str | None = None  # the guide the pages belong to
+    issue_url: str | None = None  # its tracking issue (default: [notify] repo and issue)
+
+    def issue_link(self, notify: Notify) -> str | None:
+        if self.issue_url:
+            return self.issue_url
+        if notify.repo and notify.issue:
+            return f"https://github.com/{notify.repo}/issues/{notify.issue}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -230,6 +248,7 @@ class Config:
     signatures: tuple[Signature, ...] = ()
     smoke: Smoke = field(default_factory=Smoke)
     notify: Notify = field(default_factory=Notify)
+    site: Site = field(default_factory=Site)
 
     @property
     def base_dir(self) -> Path:
@@ -651,11 +670,30 @@ def _notify(r: _Reader | None) -> Notify:
         issue=r.get("issue", int),
         enabled=r.get("enabled", bool, False),
         pages=r.str_list("pages"),
+        dashboard=r.get("dashboard", bool, False),
     )
     if n.enabled and (not n.repo or not n.issue):
         r.fail("repo" if not n.repo else "issue", "is required when enabled = true")
     r.done()
     return n
+
+
+def _site(r: _Reader | None) -> Site:
+    if r is None:
+        return Site()
+    d = Site()
+    s = Site(
+        title=r.get("title", str, d.title),
+        url=r.get("url", str),
+        guide_url=r.get("guide_url", str),
+        issue_url=r.get("issue_url", str),
+    )
+    for key in ("url", "guide_url", "issue_url"):
+        value = getattr(s, key)
+        if value is not None and not re.match(r"^https?://[^\s<>\"']+$", value):
+            r.fail(key, f"must be an http(s) URL, got {value!r}")
+    r.done()
+    return s
 
 
 def _array(file: Path, data: dict, key: str, parse) -> tuple:
@@ -675,7 +713,17 @@ def _array(file: Path, data: dict, key: str, parse) -> tuple:
     return tuple(out)
 
 
-TOP_LEVEL = ("watcher", "item", "blocker", "recipe", "page", "signature", "smoke", "notify")
+TOP_LEVEL = (
+    "watcher",
+    "item",
+    "blocker",
+    "recipe",
+    "page",
+    "signature",
+    "smoke",
+    "notify",
+    "site",
+)
 
 
 def parse_config(text: str, path: Path) -> Config:
@@ -705,6 +753,7 @@ def parse_config(text: str, path: Path) -> Config:
         signatures=_array(path, data, "signature", _signature),
         smoke=_smoke(table("smoke")),
         notify=_notify(table("notify")),
+        site=_site(table("site")),
     )
     _check_references(cfg, path)
     _check_files(cfg, path)
@@ -811,7 +860,8 @@ def load_config(path: str | Path) -> Config:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(
-            f"{p}: no such config file (run `watcher init` to write the default one)"
+            f"{p}: no such config file (looked in {p.absolute().parent}; pass --config PATH, "
+            "or run `watcher init` there to write the default one)"
         ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{p}: cannot read config: {e}") from None

@@ -2,11 +2,15 @@
 
 `check-now` runs it once; `serve` runs it on a schedule. GitHub trouble never fails a cycle: the
 items it could not read keep their last known state, marked stale, and the page is still rendered.
+One exception is loud: when every read was refused with 401/403 the token is wrong, and waiting
+will not fix it, so the report carries `token_rejected` and `check-now` exits non-zero.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -16,10 +20,11 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from watcher.config import Config
+from watcher.config import Config, Settings
 from watcher.evaluate import Evaluation, evaluate, page_subjects, transitions
 from watcher.github import GitHubClient
 from watcher.notify import notify_status, run_notify
+from watcher.notify_plan import with_snoozes
 from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
@@ -52,6 +57,7 @@ class CycleReport:
     site_error: str | None = None
     notify: dict[str, Any] | None = None  # what the comment step did (None: it did not run)
     smoke_runs: list[dict[str, Any]] = field(default_factory=list)
+    token_rejected: str | None = None  # every read refused with 401/403: what to do about it
 
     def summary(self) -> str:
         s = self.stats
@@ -60,6 +66,24 @@ class CycleReport:
             f"{s.get('requests', 0)} requests, {s.get('not_modified', 0)} not modified (304), "
             f"{len(self.item_errors)} errors, {self.duration_s:.2f} s"
         )
+
+
+_REFUSED = re.compile(r"^HTTP (401|403)\b")
+
+
+def token_rejected(errors: list[str]) -> str | None:
+    """One line with the fix when every error is GitHub refusing the token (not a rate limit)."""
+    codes = {m.group(1) for e in errors if (m := _REFUSED.match(e or ""))}
+    if not errors or not codes or any(not _REFUSED.match(e or "") for e in errors):
+        return None
+    code = "401" if "401" in codes else "403"
+    fix = (
+        "set GITHUB_TOKEN to a valid token (an expired or mistyped token is refused)"
+        if code == "401"
+        else "give the token read access to the watched repositories, or unset GITHUB_TOKEN"
+        " to read public repositories anonymously"
+    )
+    return f"GitHub rejected the token (HTTP {code}) on every read: {fix}; then run `watcher check-now`"
 
 
 def item_event_message(cfg: Config, item_id: str, old: dict | None, obs: Observation) -> str:
@@ -202,16 +226,33 @@ def record_transitions(
     return events
 
 
+def _last_attempt(store: Store, report: CycleReport, at: str, polls: bool) -> dict[str, Any]:
+    """When GitHub was last asked and whether that failed outright (every read an error)."""
+    if report.mode == "poll" and polls:
+        return {"at": at, "failed": bool(report.offline_note)}
+    last = store.last_finished_cycle(polled_only=True) or {}
+    failed = bool(last.get("items")) and (last.get("errors") or 0) >= last["items"]
+    return {"at": last.get("started_at"), "failed": failed}
+
+
 def render_pages(
-    cfg: Config, store: Store, ev: Evaluation, at: str, offline_note: str | None, write: bool = True
+    cfg: Config,
+    store: Store,
+    ev: Evaluation,
+    at: str,
+    offline_note: str | None,
+    write: bool = True,
+    attempt: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Render every page; record a new page version when new events belong on it."""
     items = store.items()
     runs = store.smoke_runs(limit=200)
-    # the newest successful read of any item; before any, the last polling cycle's end
+    # the last successful read: the newest item read without error (None before the first)
     last_checked = max(
         (r["checked_at"] for r in items.values() if r.get("checked_at")), default=None
-    ) or (store.last_finished_cycle(polled_only=True) or {}).get("finished_at")
+    )
+    triggers = store.triggers()
+    statuses = store.statuses()
     newest = store.last_event_id()
     out = {}
     for page in cfg.pages:
@@ -228,7 +269,19 @@ def render_pages(
         ):  # nothing new for this page: keep its range
             lo, hi = cv["from_event"], cv["to_event"]
             changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
-        ctx = page_context(cfg, page, items, ev, runs, changes, last_checked, offline_note)
+        ctx = page_context(
+            cfg,
+            page,
+            items,
+            ev,
+            runs,
+            changes,
+            last_checked,
+            offline_note,
+            attempt=attempt,
+            triggers=triggers,
+            statuses=statuses,
+        )
         text = render_page(cfg, ctx)
         d = digest(text)
         if cv is None or (hi != cv["to_event"] and d != cv["digest"]):
@@ -244,6 +297,11 @@ def render_pages(
             "status": ev.pages[page.id].status,
         }
     return out
+
+
+def poll_deadline(settings: Settings) -> float:
+    """Seconds the polling stage may take in all; each request also ends within `timeout`."""
+    return max(60.0, 10 * settings.timeout)
 
 
 def run_cycle(
@@ -308,6 +366,9 @@ def _cycle(
     at = iso(now)
     mode = "offline" if offline else "poll"
     try:
+        # Asked for on the tracking issue (notify's dashboard): snoozes, and a fresh re-read.
+        cfg = with_snoozes(cfg, json.loads(store.notify_get("snoozes") or "{}"), now.date())
+        recheck = not offline and bool(store.notify_get("recheck"))
         cycle_id = store.start_cycle(at, mode)
         report = CycleReport(cycle_id=cycle_id, mode=mode, items=len(cfg.items))
         observations: dict[str, Observation] = {}
@@ -316,16 +377,19 @@ def _cycle(
             if client is None:
                 own_client = client = GitHubClient(
                     cfg.settings.github_api_url,
-                    etags=store.etags(),
+                    etags={} if recheck else store.etags(),
                     timeout=cfg.settings.timeout,
                     max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
                     user_agent=cfg.settings.user_agent,
                 )
-            else:
+            elif not recheck:
                 client.etags.update(store.etags())
+            # past this deadline nothing more is asked: the items not yet read go stale
+            client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
             try:
                 observations = Poller(client, cfg.settings.concurrency).poll_all(list(cfg.items))
             finally:
+                client.cycle_deadline = None
                 report.stats = client.stats.as_dict()
                 if own_client:
                     own_client.close()
@@ -342,6 +406,7 @@ def _cycle(
                 report.offline_note = (
                     f"GitHub could not be read on the check at {at} ({first}); {shown}"
                 )
+                report.token_rejected = token_rejected(list(report.item_errors.values()))
         elif offline:
             report.offline_note = "Rendered offline from the stored state; GitHub was not asked."
         with store.transaction():
@@ -351,6 +416,8 @@ def _cycle(
                 )
                 report.events.extend(item_events)
                 store.put_etags(client.etag_updates)
+            if recheck and observations:
+                store.notify_set("recheck", None)
             ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
             quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
             report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
@@ -359,7 +426,10 @@ def _cycle(
         if write and not no_smoke and not offline:
             ev = _smoke_hook(cfg, store, ev, report, now, at, None if own_client else client)
         with store.transaction():
-            report.pages = render_pages(cfg, store, ev, at, report.offline_note, write=write)
+            attempt = _last_attempt(store, report, at, bool(cfg.items))
+            report.pages = render_pages(
+                cfg, store, ev, at, report.offline_note, write=write, attempt=attempt
+            )
             doc = status_document(
                 cfg,
                 store.items(),
@@ -367,6 +437,8 @@ def _cycle(
                 _cycle_row(store, cycle_id, report, started),
                 store.smoke_runs(limit=20),
                 at,
+                attempt=attempt,
+                triggers=store.triggers(),
             )
             report.status = doc
             report.duration_s = round(time.monotonic() - started, 3)

@@ -71,7 +71,13 @@ def demo_config(url: str) -> str:
     text, n = _RECIPES.subn(lambda _m: recipes, text)
     if n != 1:
         raise WatcherError("demo: cannot find the recipes section of the default watch list")
-    text = text.replace("[watcher]\n", f'[watcher]\ngithub_api_url = "{url}"\n', 1)
+    text = text.replace(
+        "[watcher]\n",
+        "[watcher]\n# The demo's own fake GitHub on 127.0.0.1, gone once the demo ended: delete this\n"
+        "# line to watch the real GitHub (or start from `watcher init`).\n"
+        f'github_api_url = "{url}"\n',
+        1,
+    )
     # In the demo's "before" world SGLang's own Marlin fix has not landed either: only look at
     # SGLang commits from after the seeded ones, so the Marlin blocker starts out blocked.
     text, n = re.subn(

@@ -1,10 +1,12 @@
 """The `github-actions` backend: run a recipe on a self-hosted GPU runner and fetch its verdict.
 
 POST a `workflow_dispatch` (inputs: recipe, run_id) through the GitHubClient's httpx session,
-find the run (from the dispatch answer, else by its run-name, which carries our run_id), poll it
-until it completes, download its artifact zip and read `result.json` (and the log, if shipped).
-A dispatch is a POST: it is never retried. If its answer is lost, the run may exist; the error
-says so instead of dispatching a second one.
+find the run (from the dispatch answer, else by its run-name, which carries our run_id), and,
+once it has completed, download its artifact zip and read `result.json` (and the log, if shipped).
+A cycle never waits for the GPU: it dispatches (`dispatch`), records the trigger as dispatched
+with the run's id, and collects the result in a later cycle (`collect`). A dispatch is a POST: it
+is never retried. If its answer is lost, the run may exist; the trigger waits for it instead of
+dispatching a second one.
 """
 
 from __future__ import annotations
@@ -15,42 +17,135 @@ import logging
 import time
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
+from watcher.answers import clean, clean_text
 from watcher.config import Config, Recipe
 from watcher.errors import GitHubError
-from watcher.github import GitHubClient
+from watcher.github import Answer, GitHubClient
 from watcher.redact import redact
-from watcher.smoke import error_doc
+from watcher.signatures import all_signatures
+from watcher.smoke import OUTCOMES, error_doc
 
 log = logging.getLogger("watcher.dispatch")
 
 ARTIFACT_NAME = "smoke-result"
 MAX_LOG_BYTES = 64 * 1024 * 1024
+MAX_ARTIFACT_BYTES = MAX_LOG_BYTES + 1024 * 1024  # the zip is at most the log and the result
+MAX_RESULT_BYTES = 10 * 1024 * 1024
 FIND_RUN_ATTEMPTS = 10
 
 
 class _Api:
-    """Raw JSON calls on the client's session, outside its ETag cache (run states move)."""
+    """Raw JSON calls through the client's transport (origin, deadline and size rules), outside
+    its ETag cache (run states move)."""
 
     def __init__(self, client: GitHubClient):
         self.client = client
 
-    def request(self, method: str, path: str, **kw) -> httpx.Response:
-        try:
-            return self.client.http.request(method, self.client.url(path), **kw)
-        except httpx.HTTPError as e:
-            raise GitHubError(f"{method} {path}: {type(e).__name__}: {e}", url=path) from None
+    def request(self, method: str, path: str, **kw) -> Answer:
+        """A write's redirect is never followed: it comes back as its 3xx status."""
+        return self.client.send(method, path, params=kw.get("params"), json_body=kw.get("json"))
 
     def get_json(self, path: str, params: dict | None = None) -> Any:
         r = self.request("GET", path, params=params)
-        if r.status_code != 200:
+        if r.status != 200:
             raise GitHubError(
-                f"GET {path}: HTTP {r.status_code}: {r.text[:200]}", r.status_code, path
+                f"GET {path}: HTTP {r.status}: {clean_text(r.text[:200])}", r.status, r.url
             )
-        return r.json()
+        return self.client.decode(self.client.url(path), r.content)
+
+
+@dataclass
+class Dispatched:
+    """What one dispatch POST left behind: the Actions run (when known), or why there is none.
+
+    `sent` is True whenever a run may exist (even with no id yet): the trigger must then wait for
+    it, never dispatch again."""
+
+    sent: bool
+    actions_run_id: int | None = None
+    error: str | None = None
+
+
+def dispatch(cfg: Config, recipe: Recipe, run_id: str, client: GitHubClient) -> Dispatched:
+    """POST one workflow_dispatch (never retried) and learn the run's id when GitHub says it."""
+    s = cfg.smoke
+    api = _Api(client)
+    wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
+    body = {
+        "ref": s.ref,
+        "inputs": {"recipe": recipe.id, "run_id": run_id},
+        "return_run_details": True,
+    }
+    try:
+        r = api.request("POST", f"{wf}/dispatches", json=body)
+    except GitHubError as e:
+        return Dispatched(
+            True,
+            error=f"dispatch of {s.workflow} in {s.repo} got no answer ({e}); a run may have"
+            " started, so it was not retried",
+        )
+    if r.status not in (200, 201, 204):
+        return Dispatched(
+            False,
+            error=f"dispatch of {s.workflow} in {s.repo} refused: HTTP {r.status}:"
+            f" {clean_text(r.text[:200])}",
+        )
+    gh_run_id = None
+    if r.status == 200 and r.content:
+        try:
+            answer = r.json()
+        except (ValueError, RecursionError):
+            answer = None
+        if isinstance(answer, dict) and isinstance(answer.get("workflow_run_id"), int):
+            gh_run_id = answer["workflow_run_id"]
+    return Dispatched(True, gh_run_id)
+
+
+def find_run(cfg: Config, run_id: str, client: GitHubClient) -> int | None:
+    """One look for our run by the run-name carrying run_id (GitHub answered 204, or nothing)."""
+    s = cfg.smoke
+    wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
+    data = _Api(client).get_json(f"{wf}/runs", {"event": "workflow_dispatch", "per_page": 30})
+    for run in data.get("workflow_runs") or []:
+        if run_id in (run.get("display_title") or run.get("name") or ""):
+            return int(run["id"])
+    return None
+
+
+def collect(
+    cfg: Config, recipe: Recipe, run_id: str, gh_run_id: int, client: GitHubClient
+) -> dict[str, Any] | None:
+    """The result of a dispatched run if it has completed, else None (ask again next cycle).
+
+    A run GitHub no longer knows (404: deleted, or expired) comes back as an `error` document
+    marked `vanished`; GitHub trouble raises GitHubError (the trigger stays, retried next cycle).
+    """
+    s = cfg.smoke
+    api = _Api(client)
+    r = api.request("GET", f"/repos/{s.repo}/actions/runs/{gh_run_id}")
+    if r.status == 404:
+        doc = _error(recipe, run_id, f"Actions run {gh_run_id} vanished (GitHub answers 404)")
+        doc["vanished"] = True
+        return doc
+    if r.status != 200:
+        raise GitHubError(f"GET actions run {gh_run_id}: HTTP {r.status}", r.status)
+    run = api.client.decode(api.client.url(f"/repos/{s.repo}/actions/runs/{gh_run_id}"), r.content)
+    if not isinstance(run, dict):
+        raise GitHubError(f"GET actions run {gh_run_id}: not an object", r.status)
+    if run.get("status") != "completed":
+        return None
+    doc = _fetch_result(api, cfg, s.repo, run, run_id)
+    if doc is None:
+        return _error(
+            recipe,
+            run_id,
+            f"Actions run {run.get('html_url') or gh_run_id} concluded"
+            f" {run.get('conclusion')} without a {ARTIFACT_NAME} artifact",
+        )
+    return doc
 
 
 def dispatch_and_wait(
@@ -61,37 +156,16 @@ def dispatch_and_wait(
     *,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Dispatch one run and wait for its result document. Failures come back as `error` docs."""
+    """Dispatch one run and wait for its result (`watcher smoke` on the Actions backend; cycles
+    use `dispatch` and `collect` instead, never waiting). Failures come back as `error` docs."""
     s = cfg.smoke
     api = _Api(client)
     wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
     started = time.monotonic()
-    body = {
-        "ref": s.ref,
-        "inputs": {"recipe": recipe.id, "run_id": run_id},
-        "return_run_details": True,
-    }
-    try:
-        r = api.request("POST", f"{wf}/dispatches", json=body)
-    except GitHubError as e:
-        return _error(
-            recipe,
-            run_id,
-            f"dispatch of {s.workflow} in {s.repo} got no answer ({e}); a run may have started,"
-            " so it was not retried",
-        )
-    if r.status_code not in (200, 201, 204):
-        return _error(
-            recipe,
-            run_id,
-            f"dispatch of {s.workflow} in {s.repo} refused: HTTP {r.status_code}: {r.text[:200]}",
-        )
-    gh_run_id = None
-    if r.status_code == 200 and r.content:
-        try:
-            gh_run_id = r.json().get("workflow_run_id")
-        except ValueError:
-            gh_run_id = None
+    sent = dispatch(cfg, recipe, run_id, client)
+    if sent.error:
+        return _error(recipe, run_id, sent.error)
+    gh_run_id = sent.actions_run_id
     try:
         if gh_run_id is None:
             gh_run_id = _find_run(api, wf, run_id, s.poll_interval, sleep)
@@ -154,23 +228,34 @@ def _fetch_result(
         art = arts[0]
     if art is None:
         return None
-    r = api.request("GET", art["archive_download_url"])
-    if r.status_code != 200:
-        raise GitHubError(f"artifact download: HTTP {r.status_code}", r.status_code)
+    r = api.client.download(art["archive_download_url"], MAX_ARTIFACT_BYTES)
+    if r.status != 200:
+        raise GitHubError(f"artifact download: HTTP {r.status}", r.status, r.url)
     try:
         zf = zipfile.ZipFile(io.BytesIO(r.content))
         names = zf.namelist()
         result = next((n for n in names if n.rsplit("/", 1)[-1] == "result.json"), None)
         if result is None:
             raise GitHubError(f"artifact {art.get('name')} holds no result.json ({names[:5]})")
-        doc = json.loads(zf.read(result))
-    except (zipfile.BadZipFile, ValueError, KeyError) as e:
+        if zf.getinfo(result).file_size > MAX_RESULT_BYTES:
+            raise GitHubError(f"artifact {art.get('name')}: result.json is too large")
+        doc = clean(json.loads(zf.read(result)))
+    except (zipfile.BadZipFile, ValueError, KeyError, RecursionError) as e:
         raise GitHubError(f"artifact {art.get('name')} is unreadable: {e}") from None
+    if not isinstance(doc, dict):
+        raise GitHubError(f"artifact {art.get('name')}: result.json is not an object")
     for key in ("run_id", "recipe", "outcome"):
-        if key not in doc:
+        if not isinstance(doc.get(key), str):
             raise GitHubError(f"result.json lacks {key!r}")
     if doc["run_id"] != run_id:
         raise GitHubError(f"result.json is for run {doc['run_id']!r}, expected {run_id!r}")
+    if doc["outcome"] not in OUTCOMES:
+        raise GitHubError(f"result.json has an unknown outcome {clean_text(doc['outcome'])[:40]!r}")
+    known = {s.id for s in all_signatures(cfg.signatures)} | {
+        s for b in cfg.blockers for s in b.signatures
+    }
+    if doc.get("signature") is not None and doc["signature"] not in known:
+        doc["signature"] = None  # only a signature this config names may be shown
     doc["backend"] = "github-actions"
     doc["reason"] = redact(doc.get("reason"))
     doc["excerpt"] = redact(doc.get("excerpt")) or None

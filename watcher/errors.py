@@ -20,6 +20,7 @@ class GitHubError(WatcherError):
         super().__init__(message)
         self.status = status
         self.url = url
+        self.retry_after: float | None = None  # set when GitHub asked us to wait
 
 
 class LockBusy(WatcherError):

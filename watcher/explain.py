@@ -75,8 +75,12 @@ def explain(
     items: dict[str, dict],
     ev: Evaluation,
     runs: list[dict[str, Any]],
+    triggers: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The chain behind `target` (a page, blocker or item id; default: every page)."""
+    """The chain behind `target` (a page, blocker or item id; default: every page).
+
+    `triggers`: smoke tests due but not answered yet, with the host's own words (the page only
+    says "waiting for an RTX 3090 to test on")."""
     page_ids = {p.id for p in cfg.pages}
     if target is None or target in page_ids:
         pages = [p for p in cfg.pages if target in (None, p.id)]
@@ -96,6 +100,7 @@ def explain(
                             "id": r,
                             "blockers": list(cfg.recipe(r).blockers),
                             "smoke_runs": _runs_for(runs, r),
+                            "pending": (triggers or {}).get(r),
                         }
                         for r in p.recipes
                     ],
@@ -157,8 +162,28 @@ def _run_lines(runs: list[dict[str, Any]], indent: str) -> list[str]:
         + f" on {', '.join(r['gpus']) or 'no GPU'}"
         + ("" if r.get("matches_target") else " [off-target: never validates]")
         + f" — {r['run_id']}"
+        + (f"\n{indent}  reason: {r['reason']}" if r.get("reason") else "")
         for r in runs
     ]
+
+
+def _pending_lines(t: dict[str, Any] | None, indent: str) -> list[str]:
+    if not t:
+        return []
+    if t["state"] == "dispatched":
+        head = (
+            f"{indent}pending: dispatched {t.get('dispatched_at') or '?'} as {t.get('run_id')}"
+            f" (Actions run {t.get('actions_run_id') or 'not found yet'}), not collected yet"
+        )
+    else:
+        head = (
+            f"{indent}pending: waiting since {t.get('since') or '?'}"
+            f" ({t.get('attempts') or 0} tries) for a host that can run it"
+        )
+    out = [head, f"{indent}  because: {'; '.join(t.get('reasons') or []) or '?'}"]
+    if t.get("note"):
+        out.append(f"{indent}  last note: {t['note']}")
+    return out
 
 
 def format_text(doc: dict[str, Any]) -> str:
@@ -197,6 +222,7 @@ def format_text(doc: dict[str, Any]) -> str:
             lines.append(f"page {p['id']} ({p['output']}): {p['status']} — {p['reason']}")
             for r in p["recipes"]:
                 lines.append(f"  recipe {r['id']} needs {', '.join(r['blockers']) or 'nothing'}")
+                lines.extend(_pending_lines(r.get("pending"), "    "))
                 lines.extend(_run_lines(r["smoke_runs"], "    "))
             for b in p["blockers"]:
                 blocker(b, "  ")

@@ -1,8 +1,20 @@
-"""The GitHub read path: conditional requests, Link pagination, polite rate-limit handling.
+"""The GitHub transport: conditional requests, Link pagination, polite rate limits, hard limits.
 
 Every GET sends If-None-Match when an ETag is known; a 304 answers from the stored body and, when
 authorized, costs no rate limit. Errors raise GitHubError: the caller keeps the item's last state
 and marks it stale. Only idempotent GETs are ever retried.
+
+What a hostile or broken server can do is bounded here, once, for every caller:
+
+- the token goes only to the API's own origin (scheme, host, port and the Enterprise path
+  prefix): a Link or redirect elsewhere is refused; an artifact's storage redirect is fetched
+  without it, as GitHub documents;
+- each request has a total deadline (not a per-read timeout), and the cycle may set an overall
+  one after which nothing more is asked;
+- bodies are streamed and cut at `max_body_bytes`;
+- answers are cleaned and checked against the shape their endpoint promises (watcher.answers);
+- credentials in `GITHUB_API_URL` (user:pass@host) never appear in an error, a log or a URL
+  handed back.
 """
 
 from __future__ import annotations
@@ -14,17 +26,24 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
+import httpcore
 import httpx
 
 from watcher import __version__
+from watcher.answers import BadAnswer, check, clean, spec_for
 from watcher.config import DEFAULT_API_URL
 from watcher.errors import GitHubError
 from watcher.store import iso, utcnow
 
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="([^"]+)"')
 TRANSIENT = {500, 502, 503, 504}
+REDIRECTS = {301, 302, 303, 307, 308}
+MAX_BODY_BYTES = 10 * 1024 * 1024  # GitHub's largest JSON answers are a few MB
+MAX_ERROR_BYTES = 64 * 1024  # of an error answer, only the message is wanted
+MAX_REDIRECTS = 5
+MAX_PAGES = 10
 
 
 def api_base_url(config_url: str | None = None) -> str:
@@ -32,9 +51,111 @@ def api_base_url(config_url: str | None = None) -> str:
     return (os.environ.get("GITHUB_API_URL") or config_url or DEFAULT_API_URL).rstrip("/")
 
 
+def public_url(url: str | None) -> str | None:
+    """The URL without user:pass@ (what may be shown: status.json, pages, logs, errors)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _origin(url: str | httpx.URL) -> tuple[str, str, int]:
+    u = httpx.URL(url)
+    return u.scheme, u.host, u.port or {"https": 443, "http": 80}.get(u.scheme, 0)
+
+
+def same_origin(url: str | httpx.URL, base: str) -> bool:
+    """On the API's own origin: same scheme, host and port, and under its path prefix."""
+    if _origin(url) != _origin(base):
+        return False
+    prefix = httpx.URL(base).path.rstrip("/")
+    path = httpx.URL(url).path
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
 def parse_link(header: str | None) -> dict[str, str]:
     """`<url>; rel="next", <url>; rel="last"` -> {"next": url, "last": url}."""
     return {rel: url for url, rel in _LINK.findall(header or "")}
+
+
+class Unanswered(GitHubError):
+    """No answer at all (timeout, deadline, connection): the one kind of failure worth a retry."""
+
+
+class _Deadline(threading.local):
+    """The monotonic time by which the current thread's request must be over (None: no limit)."""
+
+    at: float | None = None
+
+    def left(self, timeout: float | None, error: type[Exception]) -> float | None:
+        if self.at is None:
+            return timeout
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise error("the request's deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket whose every read, write and handshake waits no longer than the deadline left."""
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline):
+        self._inner, self._deadline = inner, deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._deadline.left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._deadline.left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        left = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(
+            self._inner.start_tls(ssl_context, server_hostname, left), self._deadline
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self, deadline: _Deadline):
+        self._inner = httpcore.SyncBackend()
+        self._deadline = deadline
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        left = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        stream = self._inner.connect_tcp(host, port, left, local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        left = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        stream = self._inner.connect_unix_socket(path, left, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _install_deadline(client: httpx.Client, deadline: _Deadline) -> bool:
+    """Put the deadline under every transport of `client` (its proxies too).
+
+    httpx times out per read only, so a server sending one byte every few seconds would hold a
+    request forever; the deadline is enforced at the socket instead. False if this httpx/httpcore
+    no longer has the pool attribute (the body loop still checks the deadline between chunks).
+    """
+    installed = False
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if pool is not None and hasattr(pool, "_network_backend"):
+            pool._network_backend = _DeadlineBackend(deadline)
+            installed = True
+    return installed
 
 
 @dataclass
@@ -70,11 +191,29 @@ class Page:
     links: dict[str, str]
 
 
+@dataclass
+class Answer:
+    """One HTTP answer, read in full (within the size cap) before the connection went back."""
+
+    status: int
+    headers: httpx.Headers
+    content: bytes
+    url: str  # the final URL, credentials stripped
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
 class GitHubClient:
-    """httpx-based reader shared by the poll threads. Thread-safe; holds the ETag cache in memory.
+    """httpx-based client shared by the poll threads. Thread-safe; holds the ETag cache in memory.
 
     `etags` is the store's table as a dict; new entries accumulate in `etag_updates` so the
-    caller can save them in the same transaction as the states they produced.
+    caller can save them in the same transaction as the states they produced. `cycle_deadline`
+    (monotonic seconds), when set, ends every request by then and refuses new ones after it.
     """
 
     def __init__(
@@ -89,34 +228,46 @@ class GitHubClient:
         user_agent: str | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep=time.sleep,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        cycle_deadline: float | None = None,
     ):
         self.base_url = api_base_url(base_url)
+        self.shown_base_url = public_url(self.base_url)
         self.token = token if token is not None else os.environ.get("GITHUB_TOKEN") or None
         self.etags = dict(etags or {})
         self.etag_updates: dict[str, dict[str, Any]] = {}
         self.stats = Stats()
+        self.timeout = timeout
         self.max_rate_limit_wait = max_rate_limit_wait
         self.retries = retries
+        self.max_body_bytes = max_body_bytes
+        self.cycle_deadline = cycle_deadline
         self._sleep = sleep
         self._lock = threading.Lock()
         self._blocked_until = 0.0  # a rate limit seen by one thread pauses them all
+        self._deadline = _Deadline()
+        self._storage_http: httpx.Client | None = None
+        self.user_agent = user_agent or f"watcher/{__version__}"
         headers = {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
-            "User-Agent": user_agent or f"watcher/{__version__}",
+            "User-Agent": self.user_agent,
         }
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         self.http = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout),
-            follow_redirects=True,
+            follow_redirects=False,  # followed by hand, on the API's origin only
             transport=transport,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
         )
+        _install_deadline(self.http, self._deadline)
 
     def close(self) -> None:
         self.http.close()
+        if self._storage_http is not None:
+            self._storage_http.close()
 
     def __enter__(self) -> GitHubClient:
         return self
@@ -125,84 +276,239 @@ class GitHubClient:
         self.close()
 
     def url(self, path: str) -> str:
-        return path if path.startswith(("http://", "https://")) else f"{self.base_url}{path}"
+        """A full URL for an API path; an absolute URL must be on the API's own origin."""
+        if not path.startswith(("http://", "https://")):
+            return f"{self.base_url}{path}"
+        if not same_origin(path, self.base_url):
+            raise GitHubError(
+                f"refused to follow a link off the API's origin ({self.shown_base_url})",
+                url=public_url(path),
+            )
+        return path
+
+    def api_path(self, url: str) -> str:
+        """The part of a URL after the API's base path (what watcher.answers keys shapes by)."""
+        prefix = httpx.URL(self.base_url).path.rstrip("/")
+        return httpx.URL(url).path[len(prefix) :]
+
+    # -------------------------------------------------------------- one request
+
+    def _deadline_for(self, url: str) -> float:
+        deadline = time.monotonic() + self.timeout
+        if self.cycle_deadline is not None:
+            if time.monotonic() >= self.cycle_deadline:
+                raise GitHubError(
+                    "not asked: the cycle's deadline had passed (asked again next cycle)",
+                    url=public_url(url),
+                )
+            deadline = min(deadline, self.cycle_deadline)
+        return deadline
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        json_body: Any = None,
+        max_bytes: int | None = None,
+        follow: bool = True,
+    ) -> Answer:
+        """One request with a total deadline and a size cap; GET redirects followed on-origin.
+
+        A redirect off the origin, a body past the cap or a passed deadline raise GitHubError.
+        Any status comes back as an Answer; a redirect of a write is never followed.
+        """
+        url = self.url(path)
+        if params:
+            url = str(httpx.URL(url, params=params))
+        for _ in range(MAX_REDIRECTS + 1):
+            answer = self._once(method, url, headers, json_body, max_bytes)
+            location = answer.headers.get("location")
+            if not (follow and method == "GET" and answer.status in REDIRECTS and location):
+                return answer
+            url = str(httpx.URL(url).join(location))
+            if not same_origin(url, self.base_url):
+                raise GitHubError(
+                    f"HTTP {answer.status} redirect off the API's origin; not followed",
+                    status=answer.status,
+                    url=public_url(url),
+                )
+        raise GitHubError(f"more than {MAX_REDIRECTS} redirects", url=public_url(url))
+
+    def _once(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str] | None,
+        json_body: Any,
+        max_bytes: int | None,
+        http: httpx.Client | None = None,
+    ) -> Answer:
+        shown = public_url(url)
+        deadline = self._deadline_for(url)
+        allowed = deadline - time.monotonic()
+        cap = self.max_body_bytes if max_bytes is None else max_bytes
+        previous, self._deadline.at = self._deadline.at, deadline
+        try:
+            with (http or self.http).stream(method, url, headers=headers, json=json_body) as resp:
+                limit = cap if resp.status_code < 300 else min(cap, MAX_ERROR_BYTES)
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > limit:
+                        if resp.status_code >= 300:
+                            body = body[:limit]
+                            break
+                        raise GitHubError(
+                            f"answer larger than {cap / 2**20:g} MiB; not read further",
+                            status=resp.status_code,
+                            url=shown,
+                        )
+                    if time.monotonic() > deadline:
+                        raise httpx.ReadTimeout("the request's deadline passed")
+                final = public_url(str(resp.url))
+                return Answer(resp.status_code, resp.headers, bytes(body), final)
+        except httpx.TimeoutException:
+            raise Unanswered(f"no complete answer within {allowed:.3g} s", url=shown) from None
+        except httpx.TransportError as e:
+            raise Unanswered(f"connection failed: {type(e).__name__}", url=shown) from None
+        finally:
+            self._deadline.at = previous
+
+    def download(self, path: str, max_bytes: int) -> Answer:
+        """An artifact: asked on the API's origin with the token; GitHub answers with a redirect
+        to a storage host (a signed URL), which is fetched without it, as GitHub documents.
+
+        Off the origin the scheme may not drop from https to http.
+        """
+        url = self.url(path)
+        answer = self.send("GET", url, max_bytes=max_bytes, follow=False)
+        for _ in range(MAX_REDIRECTS):
+            location = answer.headers.get("location")
+            if answer.status not in REDIRECTS or not location:
+                return answer
+            was_https = httpx.URL(url).scheme == "https"
+            url = str(httpx.URL(url).join(location))
+            if same_origin(url, self.base_url):
+                answer = self.send("GET", url, max_bytes=max_bytes, follow=False)
+                continue
+            scheme = httpx.URL(url).scheme
+            if scheme not in ("http", "https") or (was_https and scheme != "https"):
+                raise GitHubError(
+                    "artifact redirect to a non-https URL; not followed", url=public_url(url)
+                )
+            answer = self._once("GET", url, None, None, max_bytes, http=self._storage())
+        raise GitHubError(f"more than {MAX_REDIRECTS} redirects", url=public_url(url))
+
+    def _storage(self) -> httpx.Client:
+        """A client with no token, no cookies and no API headers, for storage hosts."""
+        with self._lock:
+            if self._storage_http is None:
+                self._storage_http = httpx.Client(
+                    headers={"User-Agent": self.user_agent},
+                    timeout=httpx.Timeout(self.timeout),
+                    follow_redirects=False,
+                )
+                _install_deadline(self._storage_http, self._deadline)
+            return self._storage_http
+
+    def decode(self, url: str, content: bytes) -> Any:
+        """Decode, clean and shape-check one answer; BadAnswer (a GitHubError) if it fails."""
+        return self._checked(url, content)
 
     # -------------------------------------------------------------- core GET
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> Page:
         """One conditional GET. Raises GitHubError; never returns an error as data."""
-        url = str(httpx.URL(self.url(path), params=params)) if params else self.url(path)
+        url = self.url(path)
+        if params:
+            url = str(httpx.URL(url, params=params))
+        shown = public_url(url)
         cached = self.etags.get(url) or self.etag_updates.get(url)
         attempt = 0
         while True:
-            self._wait_if_blocked(url)
+            self._wait_if_blocked(shown)
             headers = {}
             if cached and cached.get("etag") and cached.get("body") is not None:
                 headers["If-None-Match"] = cached["etag"]
             try:
-                resp = self.http.get(url, headers=headers)
-            except httpx.TimeoutException as e:
-                err = GitHubError(
-                    f"timeout after {self.http.timeout.read}s: {type(e).__name__}", url=url
-                )
-            except httpx.TransportError as e:
-                err = GitHubError(f"connection failed: {type(e).__name__}: {e}", url=url)
+                resp = self.send("GET", url, headers=headers)
+            except Unanswered as e:
+                err = e
+            except GitHubError:
+                self._count_error()
+                raise
             else:
                 self._count(resp)
                 err = None
-                if resp.status_code == 304 and cached:
+                if resp.status == 304 and cached:
                     with self.stats.lock:
                         self.stats.not_modified += 1
-                    return Page(
-                        json.loads(cached["body"]),
-                        url,
-                        True,
-                        json.loads(cached.get("link") or "{}"),
-                    )
-                if resp.status_code == 200:
+                    data = self._checked(url, cached["body"].encode("utf-8", "surrogatepass"))
+                    return Page(data, shown, True, json.loads(cached.get("link") or "{}"))
+                if resp.status == 200:
                     return self._accept(url, resp)
                 wait = self._rate_limit_wait(resp)
                 if wait is not None:
                     if wait > self.max_rate_limit_wait or attempt >= self.retries + 1:
                         self._block(wait)
-                        raise self._error(resp, url, f"rate limited; retry in {int(wait)} s")
+                        err = self._error(resp, shown, f"rate limited; retry in {int(wait)} s")
+                        err.retry_after = wait
+                        raise err
                     self._block(wait)
                     attempt += 1
                     continue
-                if resp.status_code not in TRANSIENT:
-                    raise self._error(resp, url)
-                err = self._error(resp, url)
-            if attempt >= self.retries:
-                with self.stats.lock:
-                    self.stats.errors += 1
+                if resp.status not in TRANSIENT:
+                    raise self._error(resp, shown)
+                err = self._error(resp, shown)
+            if attempt >= self.retries or (
+                self.cycle_deadline is not None and time.monotonic() >= self.cycle_deadline
+            ):
+                self._count_error()
                 raise err
             attempt += 1
             self._sleep(min(0.5 * attempt, 2.0))
 
-    def _accept(self, url: str, resp: httpx.Response) -> Page:
+    def _count_error(self) -> None:
+        with self.stats.lock:
+            self.stats.errors += 1
+
+    def _checked(self, url: str, content: bytes) -> Any:
+        """Decode, clean and shape-check one answer; BadAnswer (a GitHubError) if it fails."""
+        shown = public_url(url)
         try:
-            data = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            with self.stats.lock:
-                self.stats.errors += 1
-            raise GitHubError(
-                f"bad JSON from GitHub: {e}", status=resp.status_code, url=url
-            ) from None
+            data = json.loads(content)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BadAnswer(f"bad JSON from GitHub: {str(e)[:120]}", url=shown) from None
+        except RecursionError:
+            raise BadAnswer("answer nested too deeply to read", url=shown) from None
+        data = clean(data, shown)
+        spec = spec_for(self.api_path(url))
+        return data if spec is None else check(data, spec, shown)
+
+    def _accept(self, url: str, resp: Answer) -> Page:
+        try:
+            data = self._checked(url, resp.content)
+        except BadAnswer as e:
+            e.status = resp.status
+            self._count_error()
+            raise
         links = parse_link(resp.headers.get("link"))
-        final = str(resp.url)
         if resp.headers.get("etag"):
             entry = {
                 "etag": resp.headers["etag"],
                 "last_modified": resp.headers.get("last-modified"),
-                "body": resp.text,
+                "body": json.dumps(data),
                 "link": json.dumps(links, sort_keys=True),
                 "fetched_at": iso(utcnow()),
             }
             with self._lock:
                 self.etag_updates[url] = entry
-        return Page(data, final, False, links)
+        return Page(data, resp.url, False, links)
 
-    def _count(self, resp: httpx.Response) -> None:
+    def _count(self, resp: Answer) -> None:
         h = resp.headers
         with self.stats.lock:
             self.stats.requests += 1
@@ -215,15 +521,13 @@ class GitHubClient:
                     value = int(h[name])
                     if attr == "rate_remaining" and self.stats.rate_remaining is not None:
                         value = (
-                            min(value, self.stats.rate_remaining)
-                            if resp.status_code != 304
-                            else value
+                            min(value, self.stats.rate_remaining) if resp.status != 304 else value
                         )
                     setattr(self.stats, attr, value)
 
-    def _rate_limit_wait(self, resp: httpx.Response) -> float | None:
+    def _rate_limit_wait(self, resp: Answer) -> float | None:
         """Seconds to wait if this response is a primary or secondary rate limit, else None."""
-        if resp.status_code not in (403, 429):
+        if resp.status not in (403, 429):
             return None
         h = resp.headers
         if h.get("retry-after", "").strip().isdigit():
@@ -233,7 +537,7 @@ class GitHubClient:
         text = resp.text.lower()
         if "secondary rate limit" in text or "abuse" in text:
             return 60.0  # GitHub: wait at least a minute when it does not say how long
-        if resp.status_code == 429:
+        if resp.status == 429:
             return 60.0
         return None
 
@@ -246,21 +550,24 @@ class GitHubClient:
             remaining = self._blocked_until - time.monotonic()
         if remaining <= 0:
             return
-        if remaining > self.max_rate_limit_wait:
-            with self.stats.lock:
-                self.stats.errors += 1
+        past_cycle = (
+            self.cycle_deadline is not None and time.monotonic() + remaining > self.cycle_deadline
+        )
+        if remaining > self.max_rate_limit_wait or past_cycle:
+            self._count_error()
             raise GitHubError(f"rate limited; retry in {int(remaining)} s", status=403, url=url)
         self._sleep(remaining)
 
-    def _error(self, resp: httpx.Response, url: str, prefix: str | None = None) -> GitHubError:
+    def _error(self, resp: Answer, url: str, prefix: str | None = None) -> GitHubError:
         try:
-            message = resp.json().get("message", "")
-        except (ValueError, AttributeError):
+            data = resp.json()
+            message = data.get("message", "") if isinstance(data, dict) else ""
+        except (ValueError, RecursionError):
             message = resp.text[:200]
-        text = f"HTTP {resp.status_code}" + (f": {message}" if message else "")
+        text = f"HTTP {resp.status}" + (f": {str(message)[:200]}" if message else "")
         if prefix:
             text = f"{prefix} ({text})"
-        return GitHubError(text, status=resp.status_code, url=url)
+        return GitHubError(text, status=resp.status, url=url)
 
     # -------------------------------------------------------------- helpers
 
@@ -268,16 +575,27 @@ class GitHubClient:
         return self.get(path, params).data
 
     def paginate(
-        self, path: str, params: dict[str, Any] | None = None, max_pages: int = 10
+        self, path: str, params: dict[str, Any] | None = None, max_pages: int = MAX_PAGES
     ) -> list[Any]:
-        """All items across pages, following Link rel="next" (never building page URLs)."""
+        """All items across pages, following Link rel="next" (never building page URLs).
+
+        At most `max_pages` pages; a next link off the API's origin or back to a page already
+        read is an error (a loop), never followed.
+        """
         page = self.get(path, params)
+        if not isinstance(page.data, list):
+            raise BadAnswer("unexpected answer shape: expected a list", url=page.url)
         out = list(page.data)
-        pages = 1
-        while "next" in page.links and pages < max_pages:
-            page = self.get(page.links["next"])
+        seen = {page.url}
+        while "next" in page.links and len(seen) < max_pages:
+            nxt = page.links["next"]
+            if public_url(self.url(nxt)) in seen:
+                raise BadAnswer("pagination loops back to a page already read", url=public_url(nxt))
+            page = self.get(nxt)
+            if not isinstance(page.data, list):
+                raise BadAnswer("unexpected answer shape: expected a list", url=page.url)
+            seen.add(page.url)
             out.extend(page.data)
-            pages += 1
         return out
 
     def repo_path(self, repo: str) -> str:

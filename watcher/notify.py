@@ -14,6 +14,7 @@ GitHub, and records the outcome.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -36,18 +37,27 @@ from watcher.config import Config, Page
 from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation
 from watcher.notify_plan import (
+    ASK_LOG_LIMIT,
     Action,
+    Ask,
     Bodies,
+    ask_line,
+    carries,
+    command_ask,
     deferred_actions,
     event_action,
     event_marker,
     event_page,
     event_why,
+    judge_ask,
     needs_reading,
     notified_pages,
     our_comments,
     pick_events,
+    snoozed_until,
+    status_marker,
     sticky_action,
+    ticked_asks,
     unchanged_actions,
     unread_actions,
 )
@@ -73,6 +83,7 @@ class NotifyResult:
     errors: list[str] = field(default_factory=list)
     paused_until: str | None = None
     note: str | None = None
+    asks: list[str] = field(default_factory=list)  # requests read from the issue this run
 
     def as_dict(self, bodies: bool = False) -> dict[str, Any]:
         d = asdict(self)
@@ -129,7 +140,14 @@ class Notifier:
         self._own_api = False
         self.pacer = pacer or Pacer()
         self.max_wait = cfg.settings.max_rate_limit_wait if max_wait is None else max_wait
-        self.bodies = Bodies(cfg, ev, store.items(), store.smoke_runs(limit=200), store.statuses())
+        self.bodies = Bodies(
+            cfg,
+            ev,
+            store.items(),
+            store.smoke_runs(limit=200),
+            store.statuses(),
+            json.loads(store.notify_get("ask_log") or "[]"),
+        )
 
     # -- plumbing
     def _open_api(self) -> CommentAPI | None:
@@ -221,7 +239,8 @@ class Notifier:
             p.id: (self.store.sticky(p.id, self.repo, self.issue) if self.repo else None)
             for p in pages
         }
-        if not needs_reading(rows, bodies, stored):
+        dashboard = self.cfg.notify.dashboard and bool(self.repo and self.issue)
+        if not needs_reading(rows, bodies, stored) and not dashboard:
             r.actions.extend(unchanged_actions(pages, bodies, stored))
             return
 
@@ -261,6 +280,9 @@ class Notifier:
             raise
         r.read_github = True
         ours, searched = our_comments(comments, login)
+        if dashboard and self._asks(comments, ours, login, pages):
+            self.bodies.ask_log = json.loads(self.store.notify_get("ask_log") or "[]")
+            bodies = {p.id: self.bodies.status(p) for p in pages}
 
         try:
             for p in pages:
@@ -276,6 +298,78 @@ class Notifier:
         else:
             if not self.dry_run:
                 self.store.notify_set("paused_until", None)
+
+    # -- the dashboard
+    def _asks(self, comments: list[Comment], ours: list[Comment], login: str, pages) -> bool:
+        """Requests from the issue (ticks in our sticky comments, `/watcher` comments), judged
+        and acted on; a line each in the ask log. True when there were any."""
+        asks: list[Ask] = []
+        for p in pages:
+            sticky = next((c for c in ours if carries(c, status_marker(p.id))), None)
+            if sticky is not None:
+                asks.extend(a for a in ticked_asks(sticky.body) if a not in asks)
+        mark = self.store.notify_get("asks_seen_comment")
+        newest = max([c.id for c in comments], default=0)
+        if mark is not None:  # the first read only sets the mark: history is not replayed
+            asks.extend(
+                a
+                for c in comments
+                if c.login != login and c.id > int(mark) and (a := command_ask(c)) is not None
+            )
+        self.result.asks = [f"{a.kind} {a.target} by {a.who or 'a tick'}" for a in asks]
+        if self.dry_run:
+            return False
+        self.store.notify_set("asks_seen_comment", str(max(newest, int(mark or 0))))
+        if not asks:
+            return False
+        kept = json.loads(self.store.notify_get("ask_log") or "[]")
+        permissions: dict[str, str | None] = {}
+        for a in asks:
+            if a.who is not None and a.who not in permissions:
+                try:
+                    permissions[a.who] = self.api.permission(a.who)
+                except CommentError as e:
+                    self.result.errors.append(f"could not read @{a.who}'s permission: {e}")
+                    permissions[a.who] = None
+            refused = judge_ask(self.cfg, a, permissions.get(a.who) if a.who else None)
+            outcome = f"ignored — {refused}" if refused else self._act(a)
+            line = ask_line(self.cfg, a, self.at, outcome)
+            kept.append(line)
+            (log.warning if refused else log.info)("notify: %s", line)
+        self.store.notify_set("ask_log", json.dumps(kept[-ASK_LOG_LIMIT:]))
+        return True
+
+    def _act(self, ask: Ask) -> str:
+        """Record what the next cycle does for an accepted ask; returns what happened."""
+        who = f"@{ask.who}" if ask.who else "a maintainer"
+        if ask.kind == "run-smoke":
+            old = self.store.triggers().get(ask.target)
+            if old and old["state"] == "dispatched":
+                return "already dispatched; not run twice"
+            reason = f"asked by {who} on the tracking issue"
+            if old:
+                self.store.put_trigger(
+                    ask.target, reasons=[*old["reasons"], reason], updated_at=self.at
+                )
+            else:
+                self.store.put_trigger(
+                    ask.target,
+                    state="waiting",
+                    reasons=[reason],
+                    since=self.at,
+                    updated_at=self.at,
+                )
+            return (
+                "queued; it runs in the next check (within the budget of"
+                f" {self.cfg.smoke.max_runs_per_day} runs a day)"
+            )
+        if ask.kind == "snooze":
+            snoozes = json.loads(self.store.notify_get("snoozes") or "{}")
+            snoozes[ask.target] = snoozed_until(self.now)
+            self.store.notify_set("snoozes", json.dumps(snoozes, sort_keys=True))
+            return f"done; quiet until {snoozes[ask.target]}"
+        self.store.notify_set("recheck", self.at)
+        return "the next check reads every item afresh (no cached answers)"
 
     def _sticky(
         self, page: Page, body: str, ours: list[Comment], login: str, searched: str

@@ -14,8 +14,9 @@ here reads the database or talks to GitHub; `notify` does both and applies what 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from watcher.comments import Comment
@@ -125,10 +126,12 @@ class Bodies:
         items: dict[str, dict],
         runs: list[dict[str, Any]],
         statuses: dict[str, dict[str, Any]],
+        ask_log: list[str] | tuple[str, ...] = (),
     ):
         self.cfg, self.ev = cfg, ev
         self.env = environment(cfg)
         self.items, self.runs, self.statuses = items, runs, statuses
+        self.ask_log = list(ask_log)
 
     def status(self, page: Page) -> str:
         ctx = page_context(self.cfg, page, self.items, self.ev, self.runs, [], None, None)
@@ -148,6 +151,8 @@ class Bodies:
                     **ctx,
                     marker=status_marker(page.id),
                     since=since,
+                    asks=dashboard_asks(self.cfg, page) if self.cfg.notify.dashboard else [],
+                    ask_log=self.ask_log,
                     evidence=[e for e in cut if e["text"]],
                     evidence_cut=limit is not None
                     and any(len(e["text"]) > limit for e in evidence),
@@ -381,3 +386,132 @@ def event_action(
         "recorded it); not posting again"
     )
     return Action("found", target, why_found, row["body"], found.id), found
+
+
+# ------------------------------------------------------------------ the dashboard (asks)
+#
+# The sticky comment ends with checkboxes, as Renovate's dependency dashboard does. A request
+# comes in two ways: a tick in the sticky comment, or a comment `/watcher run-smoke RECIPE`
+# (`snooze ITEM`, `recheck`). GitHub lets only the comment's author and people with write access
+# edit watcher's comment, and its REST API does not say who edited it: a tick is acted on as
+# "a maintainer" (unnamed). A command comment names its author, whose permission is asked of
+# GitHub (never read from the comment): write, maintain or admin is acted on, anything else is
+# ignored. Either way the request is acted on in the next cycle, the box is cleared (the body is
+# always written with empty boxes) and a line says who asked and what happened.
+
+ASK_MARK = "<!-- watcher:ask {kind}={target} -->"
+ASK_KINDS = ("run-smoke", "snooze", "recheck")
+_TICK = re.compile(
+    r"^\s*[-*] \[[xX]\] .*?<!-- watcher:ask (run-smoke|snooze|recheck)=([a-z0-9._-]*) -->",
+    re.MULTILINE,
+)
+_COMMAND = re.compile(r"^\s*/watcher\s+(run-smoke|snooze|recheck)\b[ \t]*([a-z0-9._-]*)", re.M)
+WRITE_PERMISSIONS = ("admin", "maintain", "write")
+SNOOZE_DAYS = 14
+ASK_LOG_LIMIT = 8
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One request from the tracking issue."""
+
+    kind: str  # run-smoke | snooze | recheck
+    target: str  # recipe id, item id, or "" for recheck
+    who: str | None  # the author of a command comment; None for a tick (REST cannot say who)
+    comment_id: int | None = None  # the command comment, so it is read once
+
+
+def dashboard_asks(cfg: Config, page: Page) -> list[dict[str, str]]:
+    """The checkboxes of a page's sticky comment: [{mark, text}]."""
+    out = []
+    for r_id in page.recipes:
+        r = cfg.recipe(r_id)
+        out.append(
+            {
+                "mark": ASK_MARK.format(kind="run-smoke", target=r.id),
+                "text": f"Run the smoke test of {r.title or r.id} now (`{r.id}`)",
+            }
+        )
+    seen = set()
+    for b_id in page.blockers:
+        b = cfg.blocker(b_id)
+        for i in (*b.items, *b.watch):
+            if i in seen:
+                continue
+            seen.add(i)
+            item = cfg.item(i)
+            out.append(
+                {
+                    "mark": ASK_MARK.format(kind="snooze", target=i),
+                    "text": f"Snooze {item.label or i} for {SNOOZE_DAYS} days (`{i}`)",
+                }
+            )
+    out.append(
+        {
+            "mark": ASK_MARK.format(kind="recheck", target=""),
+            "text": "Re-check every item now, reading everything afresh",
+        }
+    )
+    return out
+
+
+def ticked_asks(body: str) -> list[Ask]:
+    """The boxes ticked in a sticky comment (watcher always writes them empty)."""
+    return [Ask(kind, target, None) for kind, target in _TICK.findall(body or "")]
+
+
+def command_ask(comment: Comment) -> Ask | None:
+    """A `/watcher KIND [TARGET]` comment, with its author."""
+    m = _COMMAND.search(comment.body or "")
+    if not m:
+        return None
+    return Ask(m.group(1), m.group(2), comment.login, comment.id)
+
+
+def ask_phrase(cfg: Config, ask: Ask) -> str:
+    if ask.kind == "run-smoke":
+        r = next((r for r in cfg.recipes if r.id == ask.target), None)
+        return f"run the smoke test of {(r.title or r.id) if r else ask.target}"
+    if ask.kind == "snooze":
+        i = next((i for i in cfg.items if i.id == ask.target), None)
+        return f"snooze {(i.label or i.id) if i else ask.target} for {SNOOZE_DAYS} days"
+    return "re-check every item"
+
+
+def judge_ask(cfg: Config, ask: Ask, permission: str | None) -> str | None:
+    """Why an ask is refused, or None when it is to be acted on."""
+    if ask.kind == "run-smoke" and ask.target not in {r.id for r in cfg.recipes}:
+        return f"no recipe {ask.target!r}"
+    if ask.kind == "snooze" and ask.target not in {i.id for i in cfg.items}:
+        return f"no item {ask.target!r}"
+    if ask.who is None:
+        return None  # a tick: only people with write access can edit watcher's comment
+    if permission not in WRITE_PERMISSIONS:
+        return f"@{ask.who} has {permission or 'no'} access; asking needs write access"
+    return None
+
+
+def ask_line(cfg: Config, ask: Ask, at: str, outcome: str) -> str:
+    who = f"@{ask.who}" if ask.who else "a maintainer (a tick in this comment)"
+    return f"{at[:16].replace('T', ' ')} UTC — {who} asked to {ask_phrase(cfg, ask)}: {outcome}"
+
+
+def snoozed_until(at: datetime) -> str:
+    return (at + timedelta(days=SNOOZE_DAYS)).date().isoformat()
+
+
+def with_snoozes(cfg: Config, snoozes: dict[str, str], today: date) -> Config:
+    """The config with snoozes asked for on the issue laid over watch.toml's (the later wins)."""
+    from dataclasses import replace
+
+    from watcher.config import Snooze
+
+    items = []
+    for item in cfg.items:
+        until = snoozes.get(item.id)
+        if until and date.fromisoformat(until) >= today:
+            mine = date.fromisoformat(until)
+            if item.snooze is None or item.snooze.until < mine:
+                item = replace(item, snooze=Snooze(mine, "asked on the tracking issue"))
+        items.append(item)
+    return replace(cfg, items=tuple(items))

@@ -12,13 +12,15 @@ _SECRET = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
     r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
 )
+_USERINFO = re.compile(r"(?<=://)[^/\s@]+@")  # user:pass@ in a URL (say, GITHUB_API_URL)
 
 
 def redact(text: str | None) -> str:
-    """Hide tokens: GITHUB_TOKEN's value and anything shaped like ghp_…, github_pat_…, hf_…."""
+    """Hide tokens: GITHUB_TOKEN's value, anything shaped like ghp_…, github_pat_…, hf_…, and
+    the user:pass@ of any URL."""
     if not text:
         return ""
     token = os.environ.get("GITHUB_TOKEN")
     if token and len(token) >= 8:
         text = text.replace(token, "[redacted]")
-    return _SECRET.sub("[redacted]", text)
+    return _USERINFO.sub("", _SECRET.sub("[redacted]", text))

@@ -17,9 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from markupsafe import Markup, escape
+
+from watcher import prose
 from watcher.config import Config, Page
-from watcher.evaluate import Evaluation
+from watcher.evaluate import Evaluation, latest_target_runs
 from watcher.redact import redact
+from watcher.states import item_satisfied
 from watcher.views import item_view
 
 if TYPE_CHECKING:  # jinja2 is imported by the commands that render, not by `status` or `--help`
@@ -39,9 +43,14 @@ PAGE_HEADLINES = {
     "regressed": "regressed, was validated",
     "parked": "parked by the maintainers",
 }
+# upstream text in status.json, and how much of each is kept (the page keeps as much or less)
+UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+ZWJ = "\u200d"
+# what GitHub turns into a ping or a cross-reference; a ZWJ goes after each match
+_REFERENCE = re.compile(r"@|#(?=\d)|\bGH-(?=\d)|://|\bwww(?=\.)", re.IGNORECASE)
 
 
 def package_templates() -> Path:
@@ -52,14 +61,28 @@ def package_templates() -> Path:
     return Path(__file__).resolve().parent.parent / "templates"
 
 
-def md_escape(text: Any, limit: int = 300) -> str:
-    """Inline Markdown: no HTML, no links, no emphasis, one line, bounded length."""
+def plain_text(text: Any, limit: int = 300) -> str:
+    """Upstream text made safe to show anywhere: tokens and URL credentials hidden, no control or
+    bidi characters, one line, bounded length (status.json as is; the start of `md`)."""
     s = redact("" if text is None else str(text))
     s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
     if len(s) > limit:
         s = s[: limit - 1] + "…"
+    return s
+
+
+def inert(text: str) -> str:
+    """No @mention, #123, owner/repo#45, GH-123 or bare link stays live: a zero-width joiner
+    breaks each, so GitHub neither pings anyone nor cross-links another thread."""
+    return _REFERENCE.sub(lambda m: m.group(0) + ZWJ, text)
+
+
+def md_escape(text: Any, limit: int = 300) -> str:
+    """Inline Markdown: no HTML, no links, no mentions or references, no emphasis, one line,
+    bounded length. `<` is escaped, so nothing can open an HTML comment or fake our markers."""
+    s = plain_text(text, limit)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    return inert(_MD_SPECIAL.sub(r"\\\1", s))
 
 
 def safe_url(url: Any) -> str:
@@ -103,8 +126,10 @@ def html_ticks(text: Any) -> Any:
 
 
 def code_block(text: str | None) -> str:
-    """A fenced block that untrusted text cannot close."""
+    """A fenced block that untrusted text cannot close, nor use to open or fake an HTML comment
+    marker (`<!--`, `-->`) that watcher's own marker search or digest would read."""
     body = _CONTROL.sub("", redact(text or "")).rstrip("\n")
+    body = body.replace("<!--", "<!" + ZWJ + "--").replace("-->", "--" + ZWJ + ">")
     fence = "```"
     while fence in body:
         fence += "`"
@@ -179,6 +204,7 @@ def _new_environment(search: list[str]) -> jinja2.Environment:
         shell=shell_join,
         kind_word=lambda k: KIND_WORDS.get(k, k),
         day=lambda s: (s or "")[:10] or "—",
+        sentence=lambda s: (s[:1].upper() + s[1:]) if s else "",
     )
     return env
 
@@ -230,8 +256,17 @@ def status_document(
     cycle: dict[str, Any] | None,
     runs: list[dict[str, Any]],
     generated_at: str,
+    *,
+    attempt: dict[str, Any] | None = None,
+    triggers: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The contract other tools read (site/status.json)."""
+    """The contract other tools read (site/status.json).
+
+    `runs.last_successful_read` (the newest item read without error) is kept apart from
+    `runs.last_attempt` (when GitHub was last asked, and whether every read failed); the
+    heartbeat (`stale_at`) counts from the last successful read, so a cycle that reads nothing
+    never looks like a fresh check.
+    """
     blockers = []
     for b in cfg.blockers:
         st = ev.blockers[b.id]
@@ -240,7 +275,7 @@ def status_document(
                 "id": b.id,
                 "title": b.title,
                 "status": st.status,
-                "reason": st.reason,
+                "reason": _plain(st.reason, 500),
                 "items": list(b.items),
                 "watch": list(b.watch),
                 "rule": b.rule,
@@ -256,7 +291,7 @@ def status_document(
             "id": p.id,
             "title": p.title,
             "status": ev.pages[p.id].status,
-            "reason": ev.pages[p.id].reason,
+            "reason": _plain(ev.pages[p.id].reason, 500),
             "output": p.output,
             "blockers": list(p.blockers),
             "recipes": list(p.recipes),
@@ -267,7 +302,12 @@ def status_document(
     views = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items]
     for v in views:
         v.pop("details")
+        for key, limit in UPSTREAM_FIELDS.items():
+            v[key] = _plain(v.get(key), limit)
+        if safe_url(v["url"]) == "#":
+            v["url"] = cfg.item(v["id"]).html_url
     last = cycle or {}
+    last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
     return {
         "generated_at": generated_at,
         "pages": pages,
@@ -293,14 +333,30 @@ def status_document(
             }
             if last
             else None,
-            "last_checked": last.get("finished_at"),
+            "last_checked": last_read,
+            "last_successful_read": last_read,
+            "last_attempt": dict(attempt) if attempt else None,
             "interval_s": cfg.settings.interval,
             # Heartbeat contract for readers of a static copy (the site): when now is past
-            # stale_at, checks have stopped (no cycle finished for stale_after x interval).
+            # stale_at, checks have stopped (nothing was read for stale_after x interval).
             "stale_after_s": cfg.settings.stale_after * cfg.settings.interval,
-            "stale_at": _plus_seconds(
-                last.get("finished_at"), cfg.settings.stale_after * cfg.settings.interval
-            ),
+            "stale_at": _plus_seconds(last_read, cfg.settings.stale_after * cfg.settings.interval),
+            "pending_smoke": [
+                {
+                    k: t.get(k)
+                    for k in (
+                        "recipe",
+                        "state",
+                        "reasons",
+                        "since",
+                        "run_id",
+                        "actions_run_id",
+                        "note",
+                        "attempts",
+                    )
+                }
+                for t in (triggers or {}).values()
+            ],
             "smoke": [
                 {
                     k: r.get(k)
@@ -318,10 +374,22 @@ def status_document(
                         "finished_at",
                     )
                 }
-                for r in runs[:20]
+                for r in (_shown_run(r) for r in runs[:20])
             ],
         },
     }
+
+
+def _plain(text: Any, limit: int) -> str | None:
+    return None if text is None else plain_text(text, limit)
+
+
+def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A smoke run for status.json: the text it carries from engines and runners made plain."""
+    run = dict(run)
+    for key in ("reason", "engine_version", "signature"):
+        run[key] = _plain(run.get(key), 500 if key == "reason" else 120)
+    return run
 
 
 def _plus_seconds(stamp: str | None, seconds: float) -> str | None:
@@ -343,8 +411,16 @@ def page_context(
     changes: list[dict[str, Any]],
     last_checked: str | None,
     offline_note: str | None,
+    *,
+    attempt: dict[str, Any] | None = None,
+    triggers: dict[str, dict[str, Any]] | None = None,
+    statuses: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """Everything a page template shows. `last_checked` is the last successful read; `attempt`
+    ({at, failed}) the last time GitHub was asked. Reader sentences come from `watcher.prose`."""
     status = ev.pages[page.id]
+    target_runs = latest_target_runs(runs)
+    gpu = _page_gpu(cfg, page)
     blockers = []
     for b_id in page.blockers:
         b = cfg.blocker(b_id)
@@ -367,6 +443,15 @@ def page_context(
                 "signatures": list(b.signatures),
             }
         )
+        view = blockers[-1]
+        for v in view["items"]:
+            v["satisfied"] = item_satisfied(cfg.item(v["id"]), items.get(v["id"]))
+        run = next(
+            (target_runs[r.id] for r in cfg.recipes if b.id in r.blockers and r.id in target_runs),
+            None,
+        )
+        view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
+        view["words"] = prose.BLOCKER_WORDS.get(st.status, st.status)
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
     recipes = []
@@ -407,18 +492,60 @@ def page_context(
                 ],
                 "latest": r_runs[0] if r_runs else None,
                 "latest_target": target[0] if target else None,
+                "display": display_command(r),
+                "gpu": prose.gpu_phrase(r.hardware),
+                "blocker_titles": [
+                    {
+                        "title": cfg.blocker(b).title,
+                        "words": prose.BLOCKER_WORDS.get(ev.blockers[b].status),
+                        "mark": BLOCKER_MARKS[ev.blockers[b].status],
+                    }
+                    for b in r.blockers
+                ],
             }
+        )
+        shown = recipes[-1]
+        tested = next((x for x in r_runs if x.get("outcome") != "skipped"), None)
+        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"])
+        shown["waiting"] = prose.waiting_sentence(
+            (triggers or {}).get(r.id), shown["gpu"], cfg.smoke.backend
         )
     stale = [
         i
         for i in (*[v for b in blockers for v in (*b["items"], *b["watch"])], *others)
         if i["stale"]
     ]
+    since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
+    now = prose.now_of(last_checked, (attempt or {}).get("at"))
+    never_read = last_checked is None and not any(v.get("title") for v in _all_views(blockers))
+    open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
+    reader_status = "unknown" if never_read and status.status == "blocked" else status.status
     return {
         "page": page,
         "status": status.status,
         "reason": status.reason,
         "headline": PAGE_HEADLINES[status.status],
+        "reader_status": reader_status,
+        "reader_headline": prose.headline(
+            reader_status,
+            since=since,
+            now=now,
+            open_blockers=open_blockers,
+            validated_run=status.validated_run,
+            gpu=gpu,
+        ),
+        "status_since": since,
+        "gpu": gpu,
+        "attempt": attempt,
+        "last_read": prose.reader_when(last_checked) if last_checked else None,
+        "attempt_failed_at": prose.reader_when(attempt["at"])
+        if attempt and attempt.get("failed") and attempt.get("at")
+        else None,
+        "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
+        "issue_link": cfg.site.issue_link(cfg.notify),
+        "change_lines": [
+            {"at": e.get("at"), "text": prose.event_sentence(cfg, e)} for e in changes
+        ],
         "parked": status.parked,
         "validated_run": status.validated_run,
         "blockers": blockers,
@@ -430,6 +557,95 @@ def page_context(
         "offline_note": offline_note,
         "marks": BLOCKER_MARKS,
     }
+
+
+def _page_gpu(cfg: Config, page: Page) -> str:
+    """The GPU a page's recipes target, in words ('an RTX 3090')."""
+    for r_id in page.recipes:
+        return prose.gpu_phrase(cfg.recipe(r_id).hardware)
+    return "the target GPU"
+
+
+def _all_views(blockers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [v for b in blockers for v in (*b["items"], *b["watch"])]
+
+
+def display_command(recipe) -> str:
+    """The recipe as a reader would type it: watcher's own `--name` (its container handle for
+    teardown) left out, placeholders filled, one option per line."""
+    argv = list(recipe.command)
+    shown: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == "--name" and i + 1 < len(argv) and argv[i + 1] == "{name}":
+            skip = True
+            continue
+        if arg.startswith("--name=") and arg.endswith("{name}"):
+            continue
+        shown.append(arg)
+    port = recipe.host_port or recipe.port
+    filled = [
+        a.format_map(_Placeholders(port=port, model=recipe.model or "{model}", name=recipe.id))
+        for a in shown
+    ]
+    return shell_lines(filled)
+
+
+def shell_lines(argv: list[str]) -> str:
+    """An argv list as a readable multi-line shell command (display only, never executed).
+
+    docker's options go two to a line up to the image; the engine's command starts a new line,
+    and each of its `--option value` pairs gets a line of its own, as the hand-kept page had it.
+    """
+    import shlex
+
+    q = [shlex.quote(a) for a in argv]
+    lines: list[str] = []
+    i = 0
+    if argv and argv[0] == "docker":
+        # docker run [--flag | --opt value | -v x | -p x ...] IMAGE
+        head = q[:2] if len(argv) > 1 and argv[1] == "run" else q[:1]
+        i = len(head)
+        line = list(head)
+        while i < len(argv) and argv[i].startswith("-"):
+            takes = "=" not in argv[i] and argv[i] not in _DOCKER_FLAGS
+            opt = q[i : i + 2] if takes and i + 1 < len(argv) else q[i : i + 1]
+            if argv[i] in ("-v", "--volume", "-p", "--publish", "-e", "--env") or (
+                len(line) + len(opt) > 8
+            ):
+                lines.append(" ".join(line))
+                line = []
+            line.extend(opt)
+            i += len(opt)
+        lines.append(" ".join(line))
+        if i < len(argv):
+            lines.append(q[i])  # the image
+            i += 1
+    rest = argv[i:]
+    qrest = q[i:]
+    engine: list[str] = []
+    j = 0
+    while j < len(rest) and (not rest[j].startswith("-") or (engine and rest[j] == "-m")):
+        engine.append(qrest[j])
+        j += 1
+    if engine:
+        lines.append(" ".join(engine))
+    while j < len(rest):
+        part = [qrest[j]]
+        j += 1
+        while j < len(rest) and not rest[j].startswith("-"):
+            part.append(qrest[j])
+            j += 1
+        lines.append("  " + " ".join(part))
+    if not lines:
+        return ""
+    return lines[0] + "".join(f" \\\n  {line}" for line in lines[1:])
+
+
+_DOCKER_FLAGS = {"--rm", "-d", "--detach", "-it", "-i", "-t", "--privileged", "--init"}
 
 
 def load_fragments(cfg: Config, page: Page) -> dict[str, str]:
@@ -446,17 +662,39 @@ def load_fragments(cfg: Config, page: Page) -> dict[str, str]:
     for folder in folders:
         if folder.is_dir():
             for f in sorted(folder.glob("*.md")):
-                out[f.stem] = f.read_text(encoding="utf-8").strip("\n")
+                text = f.read_text(encoding="utf-8").strip("\n")
+                # a fragment holding only <!-- notes to the maintainer --> counts as empty
+                out[f.stem] = "" if not _HTML_COMMENT.sub("", text).strip() else text
     return out
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
 def render_page(cfg: Config, ctx: dict[str, Any]) -> str:
     env = environment(cfg)
     page: Page = ctx["page"]
     fragments = load_fragments(cfg, page)
-    return env.get_template(page.template).render(
+    text = env.get_template(page.template).render(
         fragment=lambda name: fragments.get(name, ""), **ctx
     )
+    return tidy_markdown(text)
+
+
+def tidy_markdown(text: str) -> str:
+    """At most one blank line in a row outside fenced code (empty template sections leave runs)."""
+    out: list[str] = []
+    fence = None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if fence is None and stripped.startswith(("```", "~~~")):
+            fence = stripped[: len(stripped) - len(stripped.lstrip(stripped[0]))]
+        elif fence is not None and stripped.startswith(fence) and not stripped.strip(fence[0]):
+            fence = None
+        elif fence is None and not line.strip() and out and not out[-1].strip():
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
 def digest(text: str) -> str:

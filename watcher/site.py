@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import html
 import json
 import math
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -59,7 +61,7 @@ TIMELINE_LIMIT = 100  # newest events on the index
 RUNS_LIMIT = 50  # newest smoke runs in the index table
 CHART_LIMIT = 200  # newest smoke runs in the charts
 HISTORY_LIMIT = 500  # newest state spans on an item page
-KEEP_FILES = ("CNAME",)  # files a maintainer put in the site folder for GitHub Pages
+KEEP_FILES = ("CNAME", ".gitkeep")  # a maintainer's files in the site folder (and git-tracked ones)
 TAG_PREFIX = "tag:watcher,2026:"
 _CONTROL = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
@@ -237,12 +239,17 @@ def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[
 
 
 def last_checked_at(store: Store, items: dict[str, dict]) -> str | None:
-    """When upstream was last read: the newest item check, else the last polling cycle."""
-    newest = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
-    if newest:
-        return newest
-    last = store.last_finished_cycle(polled_only=True)
-    return (last or {}).get("finished_at")
+    """The last successful read: the newest item read without error (None before the first).
+
+    A cycle that asked GitHub and read nothing is an attempt, not a check (`last_attempt`)."""
+    return max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
+
+
+def last_attempt(store: Store) -> dict[str, Any]:
+    """When GitHub was last asked, and whether every read of that cycle failed."""
+    last = store.last_finished_cycle(polled_only=True) or {}
+    failed = bool(last.get("items")) and (last.get("errors") or 0) >= last["items"]
+    return {"at": last.get("started_at"), "failed": failed}
 
 
 def state_spans(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -431,7 +438,16 @@ def badge(label: str, status: str) -> dict[str, Any]:
     }
 
 
-def _event_view(e: dict[str, Any]) -> dict[str, Any]:
+def feed_base(cfg: Config) -> str:
+    """The prefix of every Atom id: the configured site URL, so two installations never share
+    ids; without one, a tag URI named after this config file's location (set [site] url)."""
+    if cfg.site.url:
+        return cfg.site.url.rstrip("/") + "/"
+    digest = hashlib.sha256(str(cfg.path).encode()).hexdigest()[:12]
+    return f"{TAG_PREFIX}{digest}/"
+
+
+def _event_view(e: dict[str, Any], base: str = TAG_PREFIX) -> dict[str, Any]:
     at = e.get("at") or ""
     compact = re.sub(r"[^0-9TZ]", "", at)
     return {
@@ -442,7 +458,7 @@ def _event_view(e: dict[str, Any]) -> dict[str, Any]:
         "old": e.get("old"),
         "new": e.get("new"),
         "message": e.get("message") or "",
-        "tag": f"{TAG_PREFIX}event/{e['id']}-{compact}",
+        "tag": f"{base}event/{e['id']}-{compact}",
         "tone": STATUS_TONES.get(e.get("new") or "", "muted"),
     }
 
@@ -457,8 +473,11 @@ def site_context(
     items = store.items()
     runs = store.smoke_runs(limit=max(RUNS_LIMIT, CHART_LIMIT))
     statuses = store.statuses()
-    events = [_event_view(e) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
+    base = feed_base(cfg)
+    events = [_event_view(e, base) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
     checked = last_checked_at(store, items)
+    attempt = last_attempt(store)
+    never_read = checked is None
 
     def since(key: str) -> str | None:
         return (statuses.get(key) or {}).get("since")
@@ -474,15 +493,18 @@ def site_context(
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]
+        # Before the first successful read the evaluation only knows nothing is fixed yet:
+        # that is not the same as blocked, so readers see `unknown`.
+        shown = "unknown" if never_read and st.status == "blocked" else st.status
         pages.append(
             {
                 "id": p.id,
                 "title": p.title,
-                "status": st.status,
-                "tone": STATUS_TONES.get(st.status, "muted"),
-                "headline": PAGE_HEADLINES.get(st.status, st.status),
-                "reason": st.reason,
-                "since": since(f"page:{p.id}"),
+                "status": shown,
+                "tone": STATUS_TONES.get(shown, "muted"),
+                "headline": PAGE_HEADLINES.get(shown, "not checked yet"),
+                "reason": st.reason if not never_read else "upstream has not been read yet",
+                "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,
                 "href": f"page/{p.id}.html",
                 "badge": f"badge/{p.id}.svg",
@@ -529,9 +551,22 @@ def site_context(
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     run_views = [run_view(r) for r in runs[:RUNS_LIMIT]]
     charted = runs[:CHART_LIMIT]
+    recipe_titles = {r.id: r.title or r.id for r in cfg.recipes}
+    pending = [
+        dict(t, title=recipe_titles.get(t["recipe"], t["recipe"]))
+        for t in store.triggers().values()
+    ]
     return clean(
         {
             "generated_at": generated_at,
+            "site": {
+                "title": cfg.site.title,
+                "url": cfg.site.url,
+                "guide_url": cfg.site.guide_url,
+                "issue_url": cfg.site.issue_link(cfg.notify),
+            },
+            "attempt": attempt,
+            "pending": pending,
             "fresh": freshness(cfg, checked, generated_at),
             "pages": pages,
             "blockers": blockers,
@@ -548,6 +583,7 @@ def site_context(
             "events": events[:TIMELINE_LIMIT],
             "feed_events": events[:FEED_LIMIT],
             "feed_updated": events[0]["at"] if events else (checked or generated_at),
+            "feed_id": f"{base}feed",
         }
     )
 
@@ -564,13 +600,28 @@ def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
     items = store.items()
     runs = store.smoke_runs(limit=200)
     checked = last_checked_at(store, items)
+    attempt = last_attempt(store)
+    triggers = store.triggers()
+    statuses = store.statuses()
     out = {}
     for page in cfg.pages:
         cv = store.current_page_version(page.id)
         lo, hi = (cv["from_event"], cv["to_event"]) if cv else (0, store.last_event_id())
         subjects = page_subjects(cfg, page)
         changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
-        ctx = page_context(cfg, page, items, ev, runs, changes, checked, None)
+        ctx = page_context(
+            cfg,
+            page,
+            items,
+            ev,
+            runs,
+            changes,
+            checked,
+            None,
+            attempt=attempt,
+            triggers=triggers,
+            statuses=statuses,
+        )
         out[page.id] = render_page(cfg, ctx)
     return out
 
@@ -661,6 +712,23 @@ def _check_site_dir(cfg: Config, site: Path) -> None:
             )
 
 
+def _tracked(site: Path) -> list[str]:
+    """Files git tracks inside the site folder (e.g. .gitkeep): a rebuild never deletes them."""
+    if not site.is_dir() or shutil.which("git") is None:
+        return []
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(site), "ls-files", "-z", "--", "."],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:  # not inside a git repository
+        return []
+    return [name for name in os.fsdecode(out.stdout).split("\0") if name]
+
+
 def write_site(site: Path, files: dict[str, str | bytes]) -> int:
     """Write into a temporary folder beside `site`, then swap it in. Returns bytes written."""
     site.parent.mkdir(parents=True, exist_ok=True)
@@ -674,8 +742,9 @@ def write_site(site: Path, files: dict[str, str | bytes]) -> int:
             with open(path, "wb") as f:
                 f.write(raw)
             total += len(raw)
-        for name in KEEP_FILES:
+        for name in (*KEEP_FILES, *_tracked(site)):
             if (site / name).is_file() and name not in files:
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(site / name, tmp / name)
         os.chmod(tmp, 0o777 & ~umask())  # mkdtemp's 0700 would hide the site
         if site.is_dir() and _exchange(tmp, site):

@@ -299,7 +299,56 @@ def m041_smoke_runs_newest_first(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX smoke_runs_recipe_started ON smoke_runs(recipe, started_at, run_id)")
 
 
-class Store(CommentStore):
+@migrations()
+def m042_smoke_triggers(db: sqlite_utils.Database) -> None:
+    """Smoke triggers not yet answered: waiting for hardware that can run them, or dispatched to
+    GitHub Actions and not yet collected. One per recipe, so a trigger is never run twice."""
+    db.execute(
+        """CREATE TABLE smoke_triggers (
+            recipe TEXT PRIMARY KEY,
+            state TEXT NOT NULL,  -- waiting | dispatched
+            reasons TEXT NOT NULL DEFAULT '[]', since TEXT, updated_at TEXT,
+            run_id TEXT, actions_run_id INTEGER, actions_run_url TEXT, dispatched_at TEXT,
+            note TEXT, attempts INTEGER NOT NULL DEFAULT 0)"""
+    )
+
+
+class TriggerStore:
+    """Pending smoke triggers (see `watcher.trigger`); each statement commits on its own."""
+
+    db: sqlite_utils.Database
+
+    def triggers(self) -> dict[str, dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM smoke_triggers ORDER BY since, recipe")
+        cols = [d[0] for d in rows.description]
+        out = {}
+        for values in rows.fetchall():
+            row = dict(zip(cols, values, strict=True))
+            row["reasons"] = json.loads(row["reasons"] or "[]")
+            out[row["recipe"]] = row
+        return out
+
+    def put_trigger(self, recipe: str, **fields: Any) -> None:
+        """Insert or update one trigger; only the given columns change."""
+        if "reasons" in fields:
+            fields["reasons"] = json.dumps(list(fields["reasons"]))
+        cols = list(fields)
+        cur = self.db.execute(
+            f"UPDATE smoke_triggers SET {', '.join(f'{c} = ?' for c in cols)} WHERE recipe = ?",
+            [*(fields[c] for c in cols), recipe],
+        )
+        if cur.rowcount == 0:
+            self.db.execute(
+                f"INSERT INTO smoke_triggers (recipe, {', '.join(cols)})"
+                f" VALUES (?, {', '.join('?' for _ in cols)})",
+                [recipe, *(fields[c] for c in cols)],
+            )
+
+    def drop_trigger(self, recipe: str) -> None:
+        self.db.execute("DELETE FROM smoke_triggers WHERE recipe = ?", (recipe,))
+
+
+class Store(CommentStore, TriggerStore):
     """Thin, named operations over the database; callers never write SQL."""
 
     def __init__(self, path: str | Path):

@@ -4,7 +4,12 @@ A recipe is due when, in this cycle: a page it is on became `ready-to-test`; an 
 blockers (items or watch; hints only with hints_trigger_smoke; snoozed items excepted) changed;
 the engine's release stream changed; or its last validation on target hardware is older than
 smoke.validation_max_age. Parked pages trigger nothing. Never more than smoke.max_runs_per_day
-runs started in the last 24 hours.
+runs started in the last 24 hours (dispatched runs not yet collected count too).
+
+A trigger is never wasted: it is stored (one per recipe) until a result answers it. A host
+without the target GPU, or a spent budget, leaves it waiting for a later cycle; on the
+github-actions backend it is dispatched once, recorded with its Actions run id, and collected by
+a later cycle, so the watch job never waits hours for a GPU.
 """
 
 from __future__ import annotations
@@ -136,42 +141,22 @@ def run_triggers(
     client=None,
     runner: Runner | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run or dispatch what is due, within the daily budget. -> (result docs, smoke events).
+    """Collect, then run or dispatch what is due, within the daily budget.
 
-    One failing run never stops the others: a runner exception becomes an `error` document.
+    -> (result docs recorded in this cycle, their smoke events).
+
+    A due recipe becomes a stored trigger that lives until a result answers it: a host without
+    the target GPU (a `skipped` run) leaves it waiting, a budget spent leaves it waiting, and on
+    the github-actions backend it is dispatched once and collected in a later cycle. One failing
+    run never stops the others: a runner exception becomes an `error` document.
     """
     from watcher.smoke import error_doc, new_run_id, record_run, run_message
 
-    due = due_recipes(cfg, store, ev, events, now)
-    if not due:
-        return [], []
-    left = cfg.smoke.max_runs_per_day - runs_in_last_day(store, now)
-    if left <= 0:
-        log.warning(
-            "smoke: %s due but the budget of %d runs per day is spent",
-            ", ".join(d.recipe for d in due),
-            cfg.smoke.max_runs_per_day,
-        )
-        return [], []
-    if len(due) > left:
-        log.warning(
-            "smoke: budget allows %d of %d due runs; skipping %s",
-            left,
-            len(due),
-            ", ".join(d.recipe for d in due[left:]),
-        )
-    runner = runner or _backend_runner(cfg, client)
-    docs, smoke_events = [], []
-    for d in due[:left]:
-        recipe = cfg.recipe(d.recipe)
-        run_id = new_run_id(recipe.id)
-        log.info("smoke: %s (%s) because %s", recipe.id, run_id, "; ".join(d.reasons))
-        try:
-            doc = runner(cfg, recipe, run_id)
-        except Exception as e:  # a backend failure is recorded, never fatal to the cycle
-            log.exception("smoke: %s failed to run", recipe.id)
-            doc = error_doc(recipe, run_id, f"{type(e).__name__}: {e}")
-        doc["trigger"] = d.reasons
+    docs: list[dict[str, Any]] = []
+    smoke_events: list[dict[str, Any]] = []
+
+    def record(doc: dict[str, Any], reasons: list[str]) -> None:
+        doc["trigger"] = reasons
         log.info("smoke: %s: %s — %s", doc["run_id"], doc["outcome"], doc.get("reason"))
         eid = record_run(store, doc, cycle_id, at)
         docs.append(doc)
@@ -179,18 +164,161 @@ def run_triggers(
             {
                 "id": eid,
                 "kind": "smoke",
-                "subject": recipe.id,
+                "subject": doc["recipe"],
                 "old": None,
                 "new": doc["outcome"],
                 "message": run_message(doc),
             }
         )
+
+    actions = runner is None and cfg.smoke.backend == "github-actions"
+    known = {r.id for r in cfg.recipes}
+    for recipe_id in set(store.triggers()) - known:
+        store.drop_trigger(recipe_id)  # its recipe left the config
+    if actions:
+        _collect(cfg, store, now, at, client, record)
+
+    for d in due_recipes(cfg, store, ev, events, now):
+        old = store.triggers().get(d.recipe)
+        if old is None:
+            store.put_trigger(d.recipe, state="waiting", reasons=d.reasons, since=at, updated_at=at)
+        else:
+            merged = old["reasons"] + [r for r in d.reasons if r not in old["reasons"]]
+            store.put_trigger(d.recipe, reasons=merged, updated_at=at)
+    triggers = store.triggers()
+    waiting = [
+        t
+        for r in cfg.recipes
+        if (t := triggers.get(r.id)) and t["state"] == "waiting" and _eligible(cfg, r, ev)
+    ]
+    if not waiting:
+        return docs, smoke_events
+    in_flight = sum(1 for t in triggers.values() if t["state"] == "dispatched")
+    left = cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - in_flight
+    if left <= 0:
+        log.warning(
+            "smoke: %s waiting; the budget of %d runs per day is spent (kept for later)",
+            ", ".join(t["recipe"] for t in waiting),
+            cfg.smoke.max_runs_per_day,
+        )
+        return docs, smoke_events
+    if len(waiting) > left:
+        log.warning(
+            "smoke: budget allows %d of %d waiting runs; %s wait for later",
+            left,
+            len(waiting),
+            ", ".join(t["recipe"] for t in waiting[left:]),
+        )
+    run = runner or local_runner
+    for t in waiting[:left]:
+        recipe = cfg.recipe(t["recipe"])
+        run_id = new_run_id(recipe.id)
+        log.info("smoke: %s (%s) because %s", recipe.id, run_id, "; ".join(t["reasons"]))
+        if actions:
+            _dispatch(cfg, store, recipe, run_id, t, at, client, record)
+            continue
+        try:
+            doc = run(cfg, recipe, run_id)
+        except Exception as e:  # a backend failure is recorded, never fatal to the cycle
+            log.exception("smoke: %s failed to run", recipe.id)
+            doc = error_doc(recipe, run_id, f"{type(e).__name__}: {e}")
+        if doc.get("outcome") == "skipped":
+            # This host cannot run it (no target GPU): the trigger keeps waiting for one.
+            log.warning("smoke: %s kept waiting: %s", recipe.id, doc.get("reason"))
+            store.put_trigger(
+                recipe.id, note=doc.get("reason"), attempts=t["attempts"] + 1, updated_at=at
+            )
+            continue
+        store.drop_trigger(recipe.id)
+        record(doc, t["reasons"])
     return docs, smoke_events
 
 
-def _backend_runner(cfg: Config, client) -> Runner:
-    if cfg.smoke.backend == "github-actions":
-        from watcher.dispatch import dispatch_runner
+def _dispatch(cfg, store, recipe, run_id, trigger, at, client, record) -> None:
+    """Dispatch once; a run that may exist is recorded as `dispatched`, never sent twice."""
+    from watcher.dispatch import dispatch
+    from watcher.smoke import error_doc
 
-        return dispatch_runner(client)
-    return local_runner
+    with _open(cfg, client) as c:
+        sent = dispatch(cfg, recipe, run_id, c)
+    if not sent.sent:
+        store.drop_trigger(recipe.id)
+        record(
+            error_doc(recipe, run_id, sent.error or "", backend="github-actions"),
+            trigger["reasons"],
+        )
+        return
+    store.put_trigger(
+        recipe.id,
+        state="dispatched",
+        run_id=run_id,
+        actions_run_id=sent.actions_run_id,
+        dispatched_at=at,
+        updated_at=at,
+        note=sent.error,
+        attempts=trigger["attempts"] + 1,
+    )
+    log.info("smoke: %s dispatched as %s (Actions run %s)", recipe.id, run_id, sent.actions_run_id)
+
+
+def _collect(cfg, store, now, at, client, record) -> None:
+    """Results of dispatched runs that have completed; a vanished or overdue run is an error."""
+    from watcher.dispatch import collect, find_run
+    from watcher.errors import GitHubError
+    from watcher.smoke import error_doc
+
+    pending = [t for t in store.triggers().values() if t["state"] == "dispatched"]
+    if not pending:
+        return
+    with _open(cfg, client) as c:
+        for t in pending:
+            recipe = cfg.recipe(t["recipe"])
+            since = parse_iso(t["dispatched_at"]) or now
+            overdue = (now - since).total_seconds() > cfg.smoke.dispatch_timeout
+            doc = None
+            try:
+                gh_id = t["actions_run_id"] or find_run(cfg, t["run_id"], c)
+                if gh_id is None:
+                    if overdue:
+                        doc = error_doc(
+                            recipe,
+                            t["run_id"],
+                            f"dispatched on {t['dispatched_at']}, but no Actions run titled with"
+                            f" {t['run_id']} ever appeared",
+                            backend="github-actions",
+                        )
+                        doc["vanished"] = True
+                else:
+                    if not t["actions_run_id"]:
+                        store.put_trigger(t["recipe"], actions_run_id=gh_id, updated_at=at)
+                    doc = collect(cfg, recipe, t["run_id"], gh_id, c)
+                    if doc is None and overdue:
+                        doc = error_doc(
+                            recipe,
+                            t["run_id"],
+                            f"Actions run {gh_id} gave no result within"
+                            f" {cfg.smoke.dispatch_timeout:.0f} s",
+                            backend="github-actions",
+                        )
+            except GitHubError as e:
+                store.put_trigger(t["recipe"], note=f"collecting: {e}", updated_at=at)
+                continue
+            if doc is None:
+                continue
+            store.drop_trigger(t["recipe"])
+            record(doc, t["reasons"])
+
+
+def _open(cfg: Config, client):
+    """The cycle's client, or a short-lived one of our own (the cycle may have closed its own)."""
+    from contextlib import nullcontext
+
+    from watcher.github import GitHubClient
+
+    if client is not None:
+        return nullcontext(client)
+    return GitHubClient(
+        cfg.settings.github_api_url,
+        timeout=cfg.settings.timeout,
+        user_agent=cfg.settings.user_agent,
+    )

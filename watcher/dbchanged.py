@@ -1,4 +1,4 @@
-"""Is a new data/watcher.db worth a commit? `python deploy/db_changed.py [--every 6h] OLD NEW`
+"""Is a new data/watcher.db worth a commit? `watcher db-changed [--every 6h] OLD NEW`
 
 Exit 0, saying why, when the state changed or OLD's newest cycle is more than --every older than
 NEW's; exit 1 when only per-cycle bookkeeping changed. The GitHub Actions workflow
@@ -10,21 +10,18 @@ Bookkeeping, which every cycle rewrites: the cycles table (one row per cycle), e
 conditional-request cache; losing an update costs one request), heartbeats, observations (a row
 per failed read; a real change also adds an event) and items (checked_at moves every cycle; a
 state change also adds an event); in statuses only updated_at moves every cycle. Any other table
-or column, including ones added later, counts. Standard library only.
+or column, including ones added later, counts. It ships in the package, so a guide's workflow
+needs nothing but the installed watcher.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import re
 import sqlite3
-import sys
 from datetime import datetime
 
 BOOKKEEPING = {"cycles", "etags", "heartbeats", "observations", "items"}
 VOLATILE_COLUMNS = {"statuses": {"updated_at"}}
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def table_digests(conn: sqlite3.Connection) -> dict[str, str]:
@@ -53,14 +50,8 @@ def last_cycle(conn: sqlite3.Connection) -> datetime | None:
     return datetime.fromisoformat(row[0].replace("Z", "+00:00")) if row and row[0] else None
 
 
-def seconds(text: str) -> float:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 90s, 30m, 6h)")
-    return float(m.group(1)) * _UNITS.get(m.group(2) or "s", 1)
-
-
 def decide(old_path: str, new_path: str, every_s: float | None) -> tuple[bool, str]:
+    """(worth a commit, why). Both files are opened read-only; sqlite3.Error propagates."""
     old = sqlite3.connect(f"file:{old_path}?mode=ro", uri=True)
     new = sqlite3.connect(f"file:{new_path}?mode=ro", uri=True)
     try:
@@ -78,20 +69,3 @@ def decide(old_path: str, new_path: str, every_s: float | None) -> tuple[bool, s
     finally:
         old.close()
         new.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("old", help="the committed database")
-    parser.add_argument("new", help="the database after this cycle")
-    parser.add_argument(
-        "--every", type=seconds, default=None, help="also say yes when OLD is this much older"
-    )
-    args = parser.parse_args(argv)
-    worth, why = decide(args.old, args.new, args.every)
-    print(why)
-    return 0 if worth else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,247 @@
+"""Sentences for the guide's readers: what the page says, without watcher's insides.
+
+The page speaks to people deciding whether to run a recipe. Config ids (`marlin-pad`), run ids,
+raw exceptions, API URLs and CLI hints stay on the site, in status.json and in `watcher explain`;
+here every blocker is named by its title, every item by its label or GitHub's title, every run by
+its date and GPU. Pure functions of stored data, so the same data reads the same.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from watcher.config import Config, Hardware
+from watcher.signatures import all_signatures
+from watcher.store import parse_iso
+from watcher.views import project_name
+
+# What a status means, as a reader would say it.
+BLOCKER_WORDS = {
+    "blocked": "waiting for an upstream fix",
+    "reproduces": "still fails",
+    "fix-merged": "fix landed, not yet tested",
+    "verified": "fixed and tested",
+}
+PAGE_WORDS = {
+    "blocked": "blocked",
+    "ready-to-test": "ready to test",
+    "validated": "validated",
+    "regressed": "regressed",
+    "parked": "parked",
+    "unknown": "not checked yet",
+}
+STATE_WORDS = {
+    "matched": "matching commits found",
+    "no-match": "no matching commits",
+    "not_planned": "closed as not planned",
+    "completed": "closed as completed",
+    "present": "fix found in the code",
+    "absent": "fix not in the code",
+    "file-missing": "checked files missing",
+    "none": "no release yet",
+}
+OUTCOME_WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "timeout": "timed out",
+    "error": "could not run",
+    "skipped": "not run",
+}
+KIND_NAMES = {"commits": "commits", "releases": "releases", "code": "code"}
+STAGE_WORDS = {"launch": "at startup", "ready": "after it started", "passed": ""}
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def article(noun: str) -> str:
+    """'an RTX 3090', 'a 3090', 'an A10': by sound, as far as names of GPUs go."""
+    first = noun.strip()[:1]
+    vowel = first.lower() in "aeiou" or (
+        first.isupper() and noun.strip()[:2].isupper() and first in "AEFHILMNORSX"
+    )
+    return f"{'an' if vowel else 'a'} {noun.strip()}"
+
+
+def gpu_phrase(hw: Hardware) -> str:
+    """'an RTX 3090', 'two RTX 3090s'."""
+    if hw.gpu_count <= 1:
+        return article(hw.gpu_name)
+    words = {2: "two", 3: "three", 4: "four"}
+    return f"{words.get(hw.gpu_count, str(hw.gpu_count))} {hw.gpu_name}s"
+
+
+def day(stamp: Any) -> str:
+    return stamp[:10] if isinstance(stamp, str) else ""
+
+
+def days_between(since: str | None, until: str | None) -> int | None:
+    a, b = parse_iso(since) if since else None, parse_iso(until) if until else None
+    if not a or not b:
+        return None
+    return max(0, (b - a).days)
+
+
+def reader_when(stamp: str | None) -> str:
+    """'2026-11-23 12:00 UTC' (the minute is enough for a reader)."""
+    return f"{stamp[:16].replace('T', ' ')} UTC" if stamp else "never"
+
+
+def headline(
+    status: str,
+    *,
+    since: str | None,
+    now: str | None,
+    open_blockers: int,
+    validated_run: dict[str, Any] | None = None,
+    gpu: str = "the target GPU",
+) -> str:
+    """The page's one-line answer: 'blocked for 47 days on 2 upstream fixes'."""
+    days = days_between(since, now)
+    for_days = f" for {plural(days, 'day')}" if days else ""
+    if status == "blocked":
+        return f"blocked{for_days} on {plural(open_blockers, 'upstream fix', 'upstream fixes')}"
+    if status == "ready-to-test":
+        return f"ready to test{for_days}: the upstream fixes have landed, not yet tested on {gpu}"
+    if status == "validated":
+        when = f" on {day(validated_run.get('started_at'))}" if validated_run else ""
+        return f"validated on {gpu}{when}"
+    if status == "regressed":
+        return f"regressed{for_days}: it was validated, and the latest test on {gpu} failed"
+    if status == "parked":
+        return f"parked by the maintainers{for_days}"
+    return PAGE_WORDS.get(status, status)
+
+
+def signature_phrase(cfg: Config, signature: str | None) -> str | None:
+    """A failure signature's description (its id stays on the site)."""
+    if not signature:
+        return None
+    for s in all_signatures(tuple(cfg.signatures)):
+        if s.id == signature:
+            return s.description or None
+    return None
+
+
+def item_name(view: dict[str, Any]) -> str:
+    """How the page names an item: its label, else GitHub's title, else project and number."""
+    if view.get("label"):
+        return view["label"]
+    if view.get("title"):
+        return view["title"]
+    number = f" #{view['number']}" if view.get("number") else ""
+    return f"{project_name(view['repo'])}{number}"
+
+
+def blocker_sentence(cfg: Config, b: dict[str, Any], run: dict[str, Any] | None, gpu: str) -> str:
+    """Why a blocker has its status, for a reader: names, dates and GPUs, never ids."""
+    status = b["status"]
+    if b.get("override"):
+        o = b["override"]
+        until = f" until {o['until']}" if o.get("until") else ""
+        return f"set by the maintainers{until}: {o['reason']}"
+    if status == "reproduces" and run:
+        what = signature_phrase(cfg, run.get("signature")) or "the same failure"
+        return f"still fails on {gpu} (tested {day(run.get('started_at'))}): {what}"
+    if status == "verified" and run:
+        return (
+            f"fixed: a test on {gpu} on {day(run.get('started_at'))} got past the point"
+            " where it used to fail"
+        )
+    items = b["items"]
+    fixed = [i for i in items if i.get("satisfied")]
+    if status in ("fix-merged", "verified"):
+        which = "; ".join(i["summary"] for i in fixed) or "upstream"
+        return f"a fix has landed ({which}); not yet tested on {gpu}"
+    waiting = [i for i in items if not i.get("satisfied")]
+    names = []
+    for i in waiting:
+        name = project_name(i["repo"])
+        if name not in names:
+            names.append(name)
+    if not names:
+        return "waiting for an upstream fix"
+    joiner = " and " if b.get("rule") == "all" else " or "
+    if b.get("rule") == "all" and len(waiting) > 1:
+        return f"waiting for fixes in {joiner.join(names)}"
+    return f"waiting for a fix in {joiner.join(names)}"
+
+
+def run_sentence(cfg: Config, run: dict[str, Any] | None, gpu: str) -> str | None:
+    """'Last tested on 2026-11-23 on an RTX 3090: failed at startup (Marlin int4 kernel …).'"""
+    if not run:
+        return None
+    hw = run.get("hardware") if isinstance(run.get("hardware"), dict) else {}
+    gpus = [g["name"] for g in hw.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
+    on = article(gpus[0]) if gpus else "an unreported GPU"
+    outcome = run.get("outcome") or "unknown"
+    words = OUTCOME_WORDS.get(outcome, outcome)
+    if outcome in ("failed", "timeout"):
+        words += " " + STAGE_WORDS.get(run.get("stage_reached") or "launch", "")
+    words = words.strip()
+    what = signature_phrase(cfg, run.get("signature"))
+    off = "" if hw.get("matches_target") else f" (not {gpu}: it proves nothing here)"
+    tail = f": {what}" if what else ""
+    return f"Last tested on {day(run.get('started_at'))} on {on}{off}: {words}{tail}."
+
+
+def waiting_sentence(trigger: dict[str, Any] | None, gpu: str, backend: str) -> str | None:
+    """A pending smoke test in a reader's words (the host's own error stays in `explain`)."""
+    if not trigger:
+        return None
+    since = f" since {day(trigger.get('since'))}" if trigger.get("since") else ""
+    if trigger.get("state") == "dispatched":
+        return f"A test on {gpu} has been requested{since} and is running or queued."
+    if backend == "github-actions":
+        return f"A test is due{since}, waiting for its turn on {gpu}."
+    return f"A test is due{since}, waiting for {gpu} to test on."
+
+
+def event_sentence(cfg: Config, e: dict[str, Any]) -> str:
+    """One line of 'What changed', named by titles and labels."""
+    kind, subject, old, new = e.get("kind"), e.get("subject"), e.get("old"), e.get("new")
+    if kind == "item":
+        try:
+            item = cfg.item(subject)
+        except KeyError:
+            return str(e.get("message") or "")
+        name = item.label or (
+            f"{project_name(item.repo)} #{item.number}"
+            if item.number
+            else f"{project_name(item.repo)} {KIND_NAMES.get(item.kind, item.kind)}"
+        )
+        new_w = STATE_WORDS.get(new or "", new or "unknown")
+        if not old:
+            return f"{name}: first read, {new_w}"
+        return f"{name}: {STATE_WORDS.get(old, old)} → {new_w}"
+    if kind == "blocker":
+        title = next((b.title for b in cfg.blockers if b.id == subject), subject)
+        new_w = BLOCKER_WORDS.get(new or "", new)
+        return (
+            f"{title}: {BLOCKER_WORDS.get(old or '', old)} → {new_w}"
+            if old
+            else f"{title}: {new_w}"
+        )
+    if kind == "page":
+        title = next((p.title for p in cfg.pages if p.id == subject), subject)
+        new_w = PAGE_WORDS.get(new or "", new)
+        return (
+            f"{title} page: {PAGE_WORDS.get(old or '', old)} → {new_w}"
+            if old
+            else f"{title} page: {new_w}"
+        )
+    if kind == "smoke":
+        recipe = next((r for r in cfg.recipes if r.id == subject), None)
+        title = (recipe.title or recipe.id) if recipe else subject
+        target = (e.get("data") or {}).get("matches_target")
+        where = "" if target or target is None else " (not on the target GPU)"
+        return f"Test of {title}: {OUTCOME_WORDS.get(new or '', new)}{where}"
+    return str(e.get("message") or "")
+
+
+def now_of(*stamps: str | None) -> str | None:
+    """The newest of some stored times (the page's 'now', so the same data reads the same)."""
+    known = [s for s in stamps if s]
+    return max(known, key=lambda s: parse_iso(s) or datetime.min) if known else None

@@ -1,0 +1,181 @@
+"""`watcher init --github`: the files a guide repository needs, derived from its watch.toml.
+
+The workflows are filled-in templates shipped in the package (templates/github/), so a guide
+repository needs nothing from watcher's own checkout. Placeholders are `@@NAME@@`, not jinja:
+GitHub's own `${{ }}` expressions must pass through untouched. Nothing is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from watcher import __version__
+from watcher.config import Config
+from watcher.errors import WatcherError
+
+PYTHON_MIN = (3, 11)  # keep in step with requires-python in pyproject.toml
+WORKFLOW_PYTHON = "3.11"  # what the hosted runner installs for the watch job
+SOURCE_FALLBACK = "https://github.com/club-3090/watcher"
+CYCLE_MINUTES = 20  # poll, evaluate, render, commit; a cycle waits up to lock_timeout too
+ACTIONS_MAX_MINUTES = 360  # GitHub ends any hosted job after 6 hours
+
+
+@dataclass
+class Scaffold:
+    """What `write_github` did: the paths it wrote, and the existing ones it left alone."""
+
+    written: list[Path] = field(default_factory=list)
+    kept: list[Path] = field(default_factory=list)
+
+
+def source_url() -> str:
+    """watcher's repository, from the installed package's metadata (pyproject [project.urls])."""
+    try:
+        urls = metadata.metadata("watcher").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("source", "repository"):
+            return url.strip().removesuffix(".git")
+    return SOURCE_FALLBACK
+
+
+def pinned_install() -> str:
+    """A pip requirement for exactly this watcher: its release tag in its git repository.
+
+    Not `watcher==X` from the package index: that name belongs to another project there.
+    """
+    return f"watcher @ git+{source_url()}@v{__version__}"
+
+
+def cron_for(interval_s: float) -> tuple[str, str]:
+    """(cron line, note) closest to [watcher] interval, off the hour (GitHub delays :00 most)."""
+    minutes = max(5, round(interval_s / 60))  # GitHub runs schedules at most every 5 minutes
+    if minutes < 60 and 60 % minutes == 0:
+        offset = 7 % minutes
+        return ",".join(str(m) for m in range(offset, 60, minutes)) + " * * * *", ""
+    hours = minutes / 60
+    if hours == int(hours) and 24 % int(hours) == 0:
+        return f"7 */{int(hours)} * * *" if hours > 1 else "7 * * * *", ""
+    return "7,37 * * * *", f" (no cron step fits {minutes} min; this runs every 30 min)"
+
+
+def _rel(cfg: Config, path: Path, root: Path) -> str:
+    """`path` relative to the repository root, as the workflow sees it."""
+    try:
+        rel = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+    except ValueError:  # another drive
+        rel = ".."
+    if not rel.startswith(".."):
+        return rel
+    raise WatcherError(
+        f"{cfg.path}: {path} is outside the repository {root}; the workflow can only commit "
+        "files inside it (use relative paths in [watcher] and [[page]] output)"
+    )
+
+
+def _template(name: str) -> str:
+    from watcher.render import package_templates
+
+    return (package_templates() / "github" / name).read_text(encoding="utf-8")
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    return re.sub(r"@@([A-Z_]+)@@", lambda m: values[m.group(1)], text)
+
+
+def _gpu_label(gpu_name: str) -> str:
+    """'RTX 3090' -> 'rtx3090': a runner label for the recipe's target GPU."""
+    return re.sub(r"[^a-z0-9]", "", gpu_name.lower()) or "gpu"
+
+
+def watch_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
+    """The watch workflow for this config, run from repository `root`."""
+    cron, cron_note = cron_for(cfg.settings.interval)
+    perms, notes = [], []
+    if cfg.notify.enabled:
+        perms.append("  issues: write # [notify] enabled: the sticky comment and transitions")
+        notes.append(", comment on the tracking issue")
+    if cfg.smoke.backend == "github-actions":
+        perms.append("  actions: write # [smoke] backend = github-actions: dispatch smoke.yml")
+        notes.append(", dispatch smoke runs")
+    timeout = CYCLE_MINUTES + round(cfg.settings.lock_timeout / 60)
+    why = "a cycle with margin (polling, the lock wait, the site)"
+    if cfg.smoke.backend == "github-actions":
+        timeout = min(ACTIONS_MAX_MINUTES, timeout + round(cfg.smoke.dispatch_timeout / 60))
+        why += "; plus [smoke] dispatch_timeout, while a GPU run is awaited"
+    pages = " ".join(_rel(cfg, cfg.resolve(p.output), root) for p in cfg.pages)
+    values = {
+        "VERSION": __version__,
+        "CONFIG": _rel(cfg, cfg.path, root),
+        "INTERVAL": f"{round(cfg.settings.interval / 60)}m" + cron_note,
+        "CRON": cron,
+        "PERMISSION_NOTES": "".join(notes),
+        "EXTRA_PERMISSIONS": "".join(p + "\n" for p in perms),
+        "TIMEOUT": str(timeout),
+        "TIMEOUT_WHY": why,
+        "PYTHON": WORKFLOW_PYTHON,
+        "INSTALL": install or pinned_install(),
+        "DB": _rel(cfg, cfg.db_path, root),
+        "PAGES": pages or "none",
+        "SITE": _rel(cfg, cfg.site_dir, root),
+    }
+    return _fill(_template("watch.yml"), values)
+
+
+def runner_labels(cfg: Config) -> list[str]:
+    """Self-hosted runner labels beyond self-hosted/linux: `gpu` and each target GPU's name."""
+    names = sorted({_gpu_label(r.hardware.gpu_name) for r in cfg.recipes}) or ["rtx3090"]
+    return ["gpu", *names]
+
+
+def smoke_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
+    """The GPU host's smoke workflow: installs watcher into a venv, runs one recipe."""
+    longest = max((r.startup_timeout for r in cfg.recipes), default=900.0)
+    values = {
+        "VERSION": __version__,
+        "CONFIG": _rel(cfg, cfg.path, root),
+        "PYTHON_MIN": ".".join(map(str, PYTHON_MIN)),
+        "PYTHON_TUPLE": ", ".join(map(str, PYTHON_MIN)),
+        "LABELS": ", ".join(runner_labels(cfg)),
+        # Model download and engine start (startup_timeout), the probes, teardown, install.
+        "TIMEOUT": str(min(ACTIONS_MAX_MINUTES * 4, round(longest / 60) + 30)),
+        "INSTALL": install or pinned_install(),
+        "DATA": _rel(cfg, cfg.data_dir, root),
+    }
+    return _fill(_template("smoke.yml"), values)
+
+
+def actionlint_config(cfg: Config) -> str:
+    lines = "".join(f"    - {label}\n" for label in runner_labels(cfg))
+    return _fill(_template("actionlint.yaml"), {"LABEL_LINES": lines.rstrip("\n")})
+
+
+def write_github(
+    cfg: Config, root: Path, *, smoke: bool = False, install: str | None = None
+) -> Scaffold:
+    """Write .github/workflows/watch.yml (and smoke.yml), and .gitignore, never overwriting."""
+    out = Scaffold()
+    files = {Path(".github/workflows/watch.yml"): watch_workflow(cfg, root, install)}
+    if smoke:
+        files[Path(".github/workflows/smoke.yml")] = smoke_workflow(cfg, root, install)
+        files[Path(".github/actionlint.yaml")] = actionlint_config(cfg)
+    # The workflow adds the database with `git add -f`; local runs keep data and site out of git.
+    ignore = [_rel(cfg, cfg.data_dir, root) + "/", _rel(cfg, cfg.site_dir, root) + "/"]
+    files[Path(".gitignore")] = (
+        "# watcher: local state and the built site\n" + "\n".join(ignore) + "\n"
+    )
+    for rel, text in files.items():
+        path = root / rel
+        if path.exists():
+            out.kept.append(path)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        out.written.append(path)
+    return out
