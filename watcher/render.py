@@ -116,10 +116,8 @@ def md_ticks(text: Any, limit: int = 400) -> str:
     return "".join(code_span(p) if code else md_escape(p, limit) for code, p in _ticked(text))
 
 
-def html_ticks(text: Any) -> Any:
+def html_ticks(text: Any) -> Markup:
     """The same sentence for the site: escaped HTML with <code> for the backticked parts."""
-    from markupsafe import Markup, escape  # with jinja2: only the commands that render load it
-
     return Markup("").join(
         Markup("<code>{}</code>").format(p) if code else escape(p) for code, p in _ticked(text)
     )
