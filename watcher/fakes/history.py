@@ -24,6 +24,7 @@ except ImportError:  # until branch `fakes` lands; then the state model's except
     class Unknown(LookupError):  # type: ignore[no-redef]
         """Not in the recorded history (the fake answers 503, never 404)."""
 
+
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "history"
 RELEASE_TAG = re.compile(r"^v\d+(\.\d+)+(\.post\d+)?(rc\d+)?$")
 
