@@ -5,6 +5,7 @@ recorded once, at the cut (2026-04-30): a file's content at an earlier commit is
 no later commit touched it; anything else raises `Unknown` — unknown is not missing, so the fake
 GitHub answers 503, never 404. Commits outside the kept paths are skeletons (sha and date): they
 move the branch tip, but lists that would need their messages or files raise `Unknown` too.
+An `Unknown`'s message names the object; the fake adds "is not in the recorded history".
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ class RepoHistory:
     def _known(self, sha: str) -> Commit:
         commit = self.commits.get(sha)
         if commit is None:
-            raise Unknown(f"commit {sha[:12]} of {self.repo} is not in the recorded history")
+            raise Unknown(f"commit {sha[:12]} of {self.repo}")
         return commit
 
     # -------------------------------------------------------------- commits
@@ -204,11 +205,9 @@ class RepoHistory:
         self._known(sha)
         if not self.covers(path):
             what = f"commits touching {path}" if path else "the full commit list"
-            raise Unknown(f"{what} of {self.repo} are not in the recorded history")
+            raise Unknown(f"{what} of {self.repo}")
         if since is not None and since < self.since:
-            raise Unknown(
-                f"commits of {self.repo} before {self.since:%Y-%m-%d} are not in the recorded history"
-            )
+            raise Unknown(f"commits of {self.repo} before {self.since:%Y-%m-%d}")
         reachable = self.ancestors(sha)
         out = []
         for s in self.order:
@@ -229,7 +228,7 @@ class RepoHistory:
         """One commit in full; a skeleton raises Unknown (its message and files were not kept)."""
         commit = self._known(sha)
         if commit.elided:
-            raise Unknown(f"commit {sha[:12]} of {self.repo} was not kept in the recorded history")
+            raise Unknown(f"commit {sha[:12]} of {self.repo} (kept as a skeleton)")
         return commit
 
     def compare(self, base: str, head: str) -> tuple[str, int, int]:
@@ -261,8 +260,8 @@ class RepoHistory:
         self._known(sha)
         if sha != self.tip_sha:
             raise Unknown(
-                f"the file tree of {self.repo} at {sha[:12]} is not in the recorded history "
-                f"(only at {self.tip_sha[:12]}, {self.tree_date:%Y-%m-%d})"
+                f"the file tree of {self.repo} at {sha[:12]} (recorded only at "
+                f"{self.tip_sha[:12]}, {self.tree_date:%Y-%m-%d})"
             )
         return dict(self.tree)
 
@@ -272,32 +271,32 @@ class RepoHistory:
         if sha == self.tip_sha:
             return self.tree.get(path)
         if not self.covers(path):
-            raise Unknown(f"the history of {self.repo}:{path} is not in the recorded history")
+            raise Unknown(f"the history of {self.repo}:{path}")
         touched = self.later_touches(sha, path)
         if touched:
             raise Unknown(
-                f"{self.repo}:{path} at {sha[:12]} is not in the recorded history "
-                f"(changed later by {touched[-1][:12]}; contents were recorded at "
-                f"{self.tree_date:%Y-%m-%d})"
+                f"{self.repo}:{path} at {sha[:12]} (changed later by {touched[-1][:12]}; "
+                f"contents were recorded at {self.tree_date:%Y-%m-%d})"
             )
         return self.tree.get(path)
 
     def blob(self, blob_sha: str) -> bytes:
         if blob_sha not in self.blobs:
-            raise Unknown(f"blob {blob_sha[:12]} of {self.repo} is not in the recorded history")
+            raise Unknown(f"blob {blob_sha[:12]} of {self.repo}")
         return self.blobs[blob_sha].encode("utf-8")
 
     def folder_entries(self, sha: str, folder: str) -> dict[str, str]:
         """Paths directly and indirectly under `folder` at a commit (same knowledge rule as files)."""
         self._known(sha)
         prefix = folder.strip("/") + "/"
+        if sha == self.tip_sha:
+            return {p: b for p, b in self.tree.items() if p.startswith(prefix)}
         if not self.covers(folder):
-            raise Unknown(f"the history of {self.repo}:{folder} is not in the recorded history")
+            raise Unknown(f"the history of {self.repo}:{folder}")
         touched = self.later_touches(sha, prefix)
         if touched:
             raise Unknown(
-                f"{self.repo}:{folder} at {sha[:12]} is not in the recorded history "
-                f"(changed later by {touched[-1][:12]})"
+                f"{self.repo}:{folder} at {sha[:12]} (changed later by {touched[-1][:12]})"
             )
         return {p: b for p, b in self.tree.items() if p.startswith(prefix)}
 
