@@ -2,10 +2,10 @@
 
 It answers only what the record supports, as of any date inside it. Contents and trees were
 recorded once, at the cut (2026-04-30): a file's content at an earlier commit is known only when
-no later commit touched it; anything else raises `Unknown` — unknown is not missing, so the fake
-GitHub answers 503, never 404. Commits outside the kept paths are skeletons (sha and date): they
-move the branch tip, but lists that would need their messages or files raise `Unknown` too.
-An `Unknown`'s message names the object; the fake adds "is not in the recorded history".
+no later commit touched it, the whole tree only at the cut; anything else raises `Unknown` —
+unknown is not missing, so the fake GitHub answers 503, never 404. So do commits the record
+never saw (before it starts, or a release tag cut on a release branch). An `Unknown`'s message
+names the object; the fake adds "is not in the recorded history".
 """
 
 from __future__ import annotations
@@ -49,16 +49,12 @@ class Commit:
     committed_text: str
     authored_text: str | None = None
     author: str | None = None
-    message: str | None = None  # None: elided (outside the kept paths)
-    files: tuple[str, ...] | None = None
-
-    @property
-    def elided(self) -> bool:
-        return self.files is None
+    message: str = ""
+    files: tuple[str, ...] = ()
 
     @property
     def subject(self) -> str:
-        return (self.message or "").splitlines()[0] if self.message else ""
+        return self.message.splitlines()[0] if self.message else ""
 
 
 @dataclass(frozen=True)
@@ -86,31 +82,20 @@ class RepoHistory:
         self.branch: str = data["branch"]
         self.since = parse_time(data["since"])
         self.until = parse_time(data["until"])
-        self.complete_paths: list[str] = data["complete_paths"]
         self.tip_sha: str = data["tip"]
         self.commits: dict[str, Commit] = {}
         self.order: list[str] = []  # newest first, as exported
-        raw = data["commits"]
-        for i, c in enumerate(raw):
-            implied = (_sha_of(raw[i + 1]),) if i + 1 < len(raw) else ()
-            if isinstance(c, list):
-                commit = Commit(
-                    sha=c[0],
-                    parents=tuple(c[2]) if len(c) > 2 else implied,
-                    committed=parse_time(c[1]),
-                    committed_text=c[1],
-                )
-            else:
-                commit = Commit(
-                    sha=c["sha"],
-                    parents=tuple(c["parents"]),
-                    committed=parse_time(c["committed"]),
-                    committed_text=c["committed"],
-                    authored_text=c.get("authored"),
-                    author=c.get("author"),
-                    message=c["message"],
-                    files=tuple(c["files"]),
-                )
+        for c in data["commits"]:
+            commit = Commit(
+                sha=c["sha"],
+                parents=tuple(c["parents"]),
+                committed=parse_time(c["committed"]),
+                committed_text=c["committed"],
+                authored_text=c.get("authored"),
+                author=c.get("author"),
+                message=c["message"],
+                files=tuple(c["files"]),
+            )
             self.commits[commit.sha] = commit
             self.order.append(commit.sha)
         self.first_parent: list[str] = []
@@ -128,14 +113,6 @@ class RepoHistory:
         self._position = {sha: i for i, sha in enumerate(self.order)}
 
     # -------------------------------------------------------------- refs
-
-    def covers(self, path: str | None) -> bool:
-        """Are all commits touching `path` recorded in full? (None: the whole repository.)"""
-        path = (path or "").strip("/")
-        for kept in self.complete_paths:
-            if kept == "" or path == kept.rstrip("/") or path.startswith(kept.rstrip("/") + "/"):
-                return True
-        return False
 
     def tip(self, as_of: datetime | None = None) -> str | None:
         """The branch tip as of a date: the newest first-parent commit committed at or before it."""
@@ -201,13 +178,10 @@ class RepoHistory:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[Commit]:
-        """Commits reachable from `sha`, newest first by commit date, like GitHub's list API."""
+        """Recorded commits reachable from `sha`, newest first by commit date, like GitHub's list
+        API. Commits before the record starts (`self.since`) are not in it: the caller decides
+        whether a list that reaches back that far can be answered."""
         self._known(sha)
-        if not self.covers(path):
-            what = f"commits touching {path}" if path else "the full commit list"
-            raise Unknown(f"{what} of {self.repo}")
-        if since is not None and since < self.since:
-            raise Unknown(f"commits of {self.repo} before {self.since:%Y-%m-%d}")
         reachable = self.ancestors(sha)
         out = []
         for s in self.order:
@@ -218,18 +192,11 @@ class RepoHistory:
                 continue
             if until is not None and c.committed > until:
                 continue
-            if path and not any(_touches(f, path) for f in c.files or ()):
+            if path and not any(_touches(f, path) for f in c.files):
                 continue
             out.append(c)
         out.sort(key=lambda c: (c.committed, -self._position[c.sha]), reverse=True)
         return out
-
-    def commit(self, sha: str) -> Commit:
-        """One commit in full; a skeleton raises Unknown (its message and files were not kept)."""
-        commit = self._known(sha)
-        if commit.elided:
-            raise Unknown(f"commit {sha[:12]} of {self.repo} (kept as a skeleton)")
-        return commit
 
     def compare(self, base: str, head: str) -> tuple[str, int, int]:
         """(status, ahead_by, behind_by) of head relative to base, by ancestry."""
@@ -252,7 +219,7 @@ class RepoHistory:
         return [
             s
             for s in self.order
-            if s not in before and any(_touches(f, path) for f in self.commits[s].files or ())
+            if s not in before and any(_touches(f, path) for f in self.commits[s].files)
         ]
 
     def tree_at(self, sha: str) -> dict[str, str]:
@@ -268,10 +235,6 @@ class RepoHistory:
     def blob_sha_at(self, sha: str, path: str) -> str | None:
         """The file's blob sha at a commit, None when it does not exist there; Unknown otherwise."""
         self._known(sha)
-        if sha == self.tip_sha:
-            return self.tree.get(path)
-        if not self.covers(path):
-            raise Unknown(f"the history of {self.repo}:{path}")
         touched = self.later_touches(sha, path)
         if touched:
             raise Unknown(
@@ -289,20 +252,12 @@ class RepoHistory:
         """Paths directly and indirectly under `folder` at a commit (same knowledge rule as files)."""
         self._known(sha)
         prefix = folder.strip("/") + "/"
-        if sha == self.tip_sha:
-            return {p: b for p, b in self.tree.items() if p.startswith(prefix)}
-        if not self.covers(folder):
-            raise Unknown(f"the history of {self.repo}:{folder}")
         touched = self.later_touches(sha, prefix)
         if touched:
             raise Unknown(
                 f"{self.repo}:{folder} at {sha[:12]} (changed later by {touched[-1][:12]})"
             )
         return {p: b for p, b in self.tree.items() if p.startswith(prefix)}
-
-
-def _sha_of(entry: list | dict) -> str:
-    return entry[0] if isinstance(entry, list) else entry["sha"]
 
 
 def _touches(file: str, path: str) -> bool:

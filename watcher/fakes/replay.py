@@ -6,9 +6,9 @@ tags that existed by then, and releases modelled from the tags named like versio
 has no releases: published_at is the tag's date, `rc` tags are prereleases). Contents and trees
 follow the record's knowledge: a file is known at a commit only if no later commit touched it,
 the whole tree only at the cut. Whatever the record cannot say is a 503 ("not in the recorded
-history"), never a 404 and never an empty list: a commit list for a path outside the kept
-paths, or reaching back before the record starts, a ref whose commit was not recorded (e.g.
-a release tag cut on a release branch), a compare across commits kept only as skeletons.
+history"), never a 404 and never a short list: a page of commits that would reach back before
+the record starts, a ref whose commit was not recorded (e.g. a release tag cut on a release
+branch), contents changed after the commit asked about, a tree before the cut.
 """
 
 from __future__ import annotations
@@ -88,15 +88,14 @@ class ReplayGitHub(FakeGitHub):
                 c = h.commits[sha]
                 git.commits[sha] = {
                     "sha": sha,
-                    "message": c.message or "",
+                    "message": c.message,
                     "date": iso(c.committed),
-                    "files": list(c.files or ()),
+                    "files": list(c.files),
                     "author": c.author or "unknown",
                     "parent": c.parents[0] if c.parents and c.parents[0] in git.commits else None,
                     "tree": {},
                     "changes": {},
                     "parent_tree": {},
-                    "elided": c.elided,
                 }
             if line:
                 git.branches[h.branch] = line[-1]
@@ -171,25 +170,14 @@ class ReplayGitHub(FakeGitHub):
         except Unknown:
             return None  # a repository seeded by hand, not replayed
         if m.re is _COMMITS:
-            if "sha" in query:
-                self._resolve(h, query["sha"])
-            wanted = query.get("path")
-            if not h.covers(wanted):
-                what = f"commits touching {wanted}" if wanted else "the full commit list"
-                raise Unknown(f"{what} of {h.repo}")
-            since = parse_time(query["since"]) if query.get("since") else None
-            if since is None or since < h.since:
-                raise Unknown(f"commits of {h.repo} before {h.since:%Y-%m-%d}")
+            self._commit_page_known(h, query)
             return None
         if m.re is _COMMIT:
-            sha = self._resolve(h, unquote(m["ref"]))
-            h.commit(sha)  # a skeleton raises Unknown
+            self._resolve(h, unquote(m["ref"]))
             return None
         if m.re is _COMPARE:
-            base = self._resolve(h, unquote(m["base"]))
-            head = self._resolve(h, unquote(m["head"]))
-            for sha in h.ancestors(head) ^ h.ancestors(base):
-                h.commit(sha)
+            self._resolve(h, unquote(m["base"]))
+            self._resolve(h, unquote(m["head"]))
             return None
         if m.re is _CONTENTS:
             ref = query.get("ref") or h.branch
@@ -199,6 +187,19 @@ class ReplayGitHub(FakeGitHub):
                 raise HTTPError(404, "Not Found")
             return None
         return self._tree(h, unquote(m["tree"]), query)
+
+    def _commit_page_known(self, h: RepoHistory, query: dict) -> None:
+        """A page of the commit list is known when it is full, or when the query stops at or
+        after the record's start; a short last page reaching further back would hide commits."""
+        top = self._resolve(h, query.get("sha") or h.branch)
+        since = parse_time(query["since"]) if query.get("since") else None
+        if since is not None and since >= h.since:
+            return
+        until = parse_time(query["until"]) if query.get("until") else None
+        listed = h.log(top, path=query.get("path") or None, since=since, until=until)
+        per_page = min(max(_int(query.get("per_page"), self.per_page_default), 1), 100)
+        if len(listed) < _int(query.get("page"), 1) * per_page:
+            raise Unknown(f"commits of {h.repo} before {h.since:%Y-%m-%d}")
 
     def _tree(self, h: RepoHistory, ref: str, query: dict) -> Reply:
         """Trees are recorded at the cut only; sizes only for the blobs the record kept."""
@@ -220,3 +221,10 @@ class ReplayGitHub(FakeGitHub):
         if recursive:
             entries.sort(key=lambda e: e["path"])
         return self._json(tree_json(self, r, root, entries))
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return max(int(value), 1) if value is not None else default
+    except ValueError:
+        return default
