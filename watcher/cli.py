@@ -95,18 +95,43 @@ def init(directory: Path) -> None:
 
 @cli.command()
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
-def validate(config_path: str) -> None:
-    """Check watch.toml without polling anything.
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Also read GitHub: does every watched path still exist at the tip of its ref?",
+)
+def validate(config_path: str, online: bool) -> None:
+    """Check watch.toml without polling anything (with --online: its watched paths on GitHub).
 
-    Exits 2 with the file, table and key named when something is wrong.
+    Exits 2 with the file, table and key named when something is wrong; with --online, exits 1
+    when a watched path no longer exists (a rule gone blind) or a repository cannot be read.
 
-    Example: watcher validate --config watch.toml
+    Example: watcher validate --config watch.toml --online
     """
     cfg = _config(config_path)
     click.echo(
         f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
         f"{len(cfg.recipes)} recipes, {len(cfg.pages)} pages"
     )
+    if not online:
+        return
+    from watcher.github import GitHubClient
+    from watcher.poll import check_paths
+
+    with GitHubClient(
+        cfg.settings.github_api_url,
+        timeout=cfg.settings.timeout,
+        max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
+        user_agent=cfg.settings.user_agent,
+    ) as client:
+        problems, checked = check_paths(client, list(cfg.items))
+        requests = client.stats.requests
+    for item_id, sentence in problems:
+        click.echo(f"{item_id}: {sentence}")
+    verdict = f"{len(problems)} problem(s)" if problems else "all exist"
+    click.echo(f"online: {checked} watched path(s) checked, {verdict} ({requests} requests)")
+    if problems:
+        sys.exit(1)
 
 
 @cli.command("check-now")

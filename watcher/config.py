@@ -16,7 +16,9 @@ from typing import Any
 
 from watcher.errors import ConfigError
 
-ITEM_KINDS = ("issue", "pull", "commits", "releases")
+ITEM_KINDS = ("issue", "pull", "commits", "releases", "code")
+MATCH_SCOPES = ("subject", "message")
+LATEST_RELEASE = "latest-release"
 RULES = ("any", "all")
 ENGINES = ("sglang", "vllm", "other")
 BLOCKER_STATUSES = ("blocked", "fix-merged", "verified", "reproduces")
@@ -67,7 +69,8 @@ class Snooze:
 
 @dataclass(frozen=True)
 class Item:
-    """One upstream thing: an issue, a pull request, a filtered commit stream or a release stream."""
+    """One upstream thing: an issue, a pull request, a filtered commit stream, a release stream,
+    or a code check (regexes over files of a repo at a ref)."""
 
     id: str
     repo: str
@@ -80,6 +83,12 @@ class Item:
     since: str | None = None
     require_release: bool = False
     snooze: Snooze | None = None
+    match: str = "subject"  # commits: what pattern/terms see, the subject line or the whole message
+    terms: tuple[str, ...] = ()  # commits: regexes that must all match (AND)
+    max_pages: int | None = None  # commits: read at most this many pages per path (with a warning)
+    ref: str | None = None  # code: a branch, a tag or "latest-release"; None: the default branch
+    present: tuple[str, ...] = ()  # code: regexes the fixed code contains
+    absent: tuple[str, ...] = ()  # code: regexes the fixed code no longer contains
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -94,6 +103,9 @@ class Item:
             return f"https://github.com/{self.repo}/issues/{self.number}"
         if self.kind == "releases":
             return f"https://github.com/{self.repo}/releases"
+        if self.kind == "code" and self.paths:
+            at = self.ref if self.ref and self.ref != LATEST_RELEASE else "HEAD"
+            return f"https://github.com/{self.repo}/blob/{at}/{self.paths[0]}"
         return f"https://github.com/{self.repo}/commits"
 
 
@@ -113,6 +125,8 @@ class Blocker:
     items: tuple[str, ...] = ()
     rule: str = "any"
     watch: tuple[str, ...] = ()  # related items shown for context; never clear the blocker
+    hints: tuple[str, ...] = ()  # fixes elsewhere, shown with their evidence; never clear it
+    hints_trigger_smoke: bool = False  # may a hint's change start a smoke run (opt-in)
     signatures: tuple[str, ...] = ()
     fails_at: str = "startup"
     description: str = ""
@@ -300,6 +314,18 @@ class _Reader:
             self.fail(key, "must be a list of strings")
         return tuple(value)
 
+    def regex_list(self, key: str) -> tuple[str, ...]:
+        """A list of regular expressions, each compiled now so a typo fails at load time."""
+        value = self.str_list(key)
+        for i, pattern in enumerate(value):
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                self.fail(
+                    key, f"entry {i + 1} ({pattern!r}) is not a valid regular expression: {e}"
+                )
+        return value
+
     def duration(self, key: str, default: float) -> float:
         value = self.get(key, (str, int, float), None)
         if value is None:
@@ -386,7 +412,7 @@ def _item(r: _Reader) -> Item:
     number = r.get("number", int)
     if kind in ("issue", "pull") and number is None:
         r.fail("number", f"is required for kind '{kind}'")
-    if kind in ("commits", "releases") and number is not None:
+    if kind in ("commits", "releases", "code") and number is not None:
         r.fail("number", f"does not apply to kind '{kind}'")
     pattern = r.get("pattern", str)
     if pattern is not None:
@@ -395,8 +421,26 @@ def _item(r: _Reader) -> Item:
         except re.error as e:
             r.fail("pattern", f"is not a valid regular expression: {e}")
     paths = r.str_list("paths")
-    if kind != "commits" and (paths or pattern):
-        r.fail("paths" if paths else "pattern", "applies only to kind 'commits'")
+    terms = r.regex_list("terms")
+    match = r.choice("match", MATCH_SCOPES, "subject")
+    max_pages = r.get("max_pages", int)
+    ref = r.get("ref", str)
+    present = r.regex_list("present")
+    absent = r.regex_list("absent")
+    branch = r.get("branch", str)
+    _check_kind_keys(r, kind, paths)
+    if max_pages is not None and max_pages < 1:
+        r.fail("max_pages", f"must be at least 1, got {max_pages}")
+    if kind == "code":
+        if not paths:
+            r.fail("paths", "is required for kind 'code' (the files to read)")
+        for p in paths:
+            if p.endswith("/") or not p.strip("/"):
+                r.fail("paths", f"{p!r} is a folder; a code item reads files")
+        if not present and not absent:
+            r.fail("present", "kind 'code' needs at least one of 'present' or 'absent'")
+        if ref is not None and not ref.strip():
+            r.fail("ref", "must not be empty (leave it out for the default branch)")
     snooze = None
     sr = r.sub("snooze")
     if sr is not None:
@@ -413,13 +457,41 @@ def _item(r: _Reader) -> Item:
         number=number,
         paths=paths,
         pattern=pattern,
-        branch=r.get("branch", str),
+        branch=branch,
         since=r.get("since", str),
         require_release=r.get("require_release", bool, False),
         snooze=snooze,
+        match=match,
+        terms=terms,
+        max_pages=max_pages,
+        ref=ref,
+        present=present,
+        absent=absent,
     )
     r.done()
     return item
+
+
+# Keys that only some kinds understand; anything else set on another kind is an error.
+_KIND_KEYS = {
+    "pattern": ("commits",),
+    "terms": ("commits",),
+    "match": ("commits",),
+    "max_pages": ("commits",),
+    "branch": ("commits",),
+    "paths": ("commits", "code"),
+    "ref": ("code",),
+    "present": ("code",),
+    "absent": ("code",),
+}
+
+
+def _check_kind_keys(r: _Reader, kind: str, paths: tuple[str, ...]) -> None:
+    for key, kinds in _KIND_KEYS.items():
+        if key in r.table and kind not in kinds:
+            allowed = " and ".join(f"'{k}'" for k in kinds)
+            extra = " (code items use 'ref')" if key == "branch" and kind == "code" else ""
+            r.fail(key, f"applies only to kind {allowed}{extra}")
 
 
 def _override(r: _Reader) -> Override:
@@ -440,6 +512,8 @@ def _blocker(r: _Reader) -> Blocker:
         items=r.str_list("items"),
         rule=r.choice("rule", RULES, "any"),
         watch=r.str_list("watch"),
+        hints=r.str_list("hints"),
+        hints_trigger_smoke=r.get("hints_trigger_smoke", bool, False),
         signatures=r.str_list("signatures"),
         fails_at=r.choice("fails_at", STAGES, "startup"),
         description=r.get("description", str, ""),
@@ -645,6 +719,13 @@ def _check_references(cfg: Config, path: Path) -> None:
     for b in cfg.blockers:
         check(f"blocker.{b.id}", "items", b.items, items, "item")
         check(f"blocker.{b.id}", "watch", b.watch, items, "item")
+        check(f"blocker.{b.id}", "hints", b.hints, items, "item")
+        both = [i for i in b.hints if i in b.items]
+        if both:
+            raise ConfigError(
+                f"{path}: [blocker.{b.id}] key 'hints': {both[0]!r} is also in 'items'; a hint"
+                " never clears the blocker, so an item cannot be both"
+            )
         check(f"blocker.{b.id}", "signatures", b.signatures, signatures, "signature")
     for r in cfg.recipes:
         check(f"recipe.{r.id}", "blockers", r.blockers, blockers, "blocker")

@@ -3,7 +3,8 @@
 Upstream signals are hints; the smoke run is the verdict. A blocker is `reproduces` when its
 signature shows in the latest target-hardware run, `verified` when such a run got past the stage
 where it used to fail, `fix-merged` when its items satisfy its rule, else `blocked`. Off-target
-runs are shown but never count.
+runs are shown but never count. A blocker's `hints` (a fix in another project) are shown with
+their evidence and never count either: a fix in vLLM is not a fix in SGLang.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from watcher.config import Blocker, Config, Page
+from watcher.config import Blocker, Config, Item, Page
 from watcher.poll import item_satisfied
 
 CLEARED = ("fix-merged", "verified")
@@ -27,6 +28,7 @@ class BlockerStatus:
     reason: str
     evidence: tuple[dict[str, Any], ...] = ()
     override: dict[str, Any] | None = None
+    hints: tuple[dict[str, Any], ...] = ()  # {item, satisfied, text}; never part of the status
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,97 @@ def _run_ref(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# How pages name the projects they watch; any other repository is called by its own name.
+PROJECT_NAMES = {
+    "vllm-project/vllm": "vLLM",
+    "sgl-project/sglang": "SGLang",
+    "fla-org/flash-linear-attention": "flash-linear-attention",
+    "moonshotai/flashkda": "FlashKDA",
+}
+
+
+def project_name(repo: str) -> str:
+    return PROJECT_NAMES.get(repo.lower(), repo.rsplit("/", 1)[-1])
+
+
+def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
+    """What an item's last known state means, in words: "fixed in vLLM #45295, first in v0.24.0"."""
+    row = row or {}
+    name = project_name(item.repo)
+    state = row.get("state")
+    if not state:
+        ref = f" #{item.number}" if item.number else ""
+        return f"{name}{ref} not read yet"
+    if item.kind == "pull":
+        number = item.number
+        if state == "closed" and row.get("superseded_state") == "merged":
+            number = row.get("superseded_by") or number
+        if not item_satisfied(item, row) and state != "merged":
+            sup = row.get("superseded_by")
+            via = f", superseded by #{sup} ({row.get('superseded_state')})" if sup else ""
+            return f"not fixed in {name} #{item.number} ({state}{via})"
+        release = row.get("in_release")
+        return f"fixed in {name} #{number}, " + (
+            f"first in {release}" if release else "in no release yet"
+        )
+    if item.kind == "issue":
+        return f"{name} issue #{item.number} is {state.replace('_', ' ')}"
+    if item.kind == "commits":
+        if state != "matched":
+            return f"no matching commits in {name}"
+        newest = ((row.get("details") or {}).get("commits") or [{}])[0]
+        when = f", newest on {newest['date'][:10]}" if newest.get("date") else ""
+        return f"matching commits in {name}{when}"
+    if item.kind == "code":
+        ref = ((row.get("details") or {}).get("code") or {}).get("ref") or "its ref"
+        words = {
+            "present": "the fix is in",
+            "absent": "the fix is not in",
+            "file-missing": "the checked files are missing from",
+        }
+        return f"{words.get(state, state)} {name}'s code at {ref}"
+    return f"latest {name} release: {state}"
+
+
+def hint_views(
+    b: Blocker, cfg: Config, items: dict[str, dict], detected: bool
+) -> tuple[dict[str, Any], ...]:
+    """Each hint with its evidence in one sentence; says when the blocker's own items show
+    nothing yet ("; not detected in SGLang")."""
+    own = []
+    for i in b.items:
+        name = project_name(cfg.item(i).repo)
+        if name not in own:
+            own.append(name)
+    out = []
+    for hint_id in b.hints:
+        item, row = cfg.item(hint_id), items.get(hint_id)
+        text = item_phrase(item, row)
+        if own and not detected:
+            text += f"; not detected in {' or '.join(own)}"
+        out.append(
+            {
+                "item": hint_id,
+                "satisfied": item_satisfied(item, row),
+                "state": (row or {}).get("state"),
+                "text": text,
+            }
+        )
+    return tuple(out)
+
+
 def evaluate_blocker(
+    b: Blocker, cfg: Config, items: dict[str, dict], latest: dict[str, dict], today: date
+) -> BlockerStatus:
+    """The blocker's status from its own items and smoke runs, with its hints alongside."""
+    st = _blocker_status(b, cfg, items, latest, today)
+    detected = any(item_satisfied(cfg.item(i), items.get(i)) for i in b.items)
+    return BlockerStatus(
+        st.id, st.status, st.reason, st.evidence, st.override, hint_views(b, cfg, items, detected)
+    )
+
+
+def _blocker_status(
     b: Blocker, cfg: Config, items: dict[str, dict], latest: dict[str, dict], today: date
 ) -> BlockerStatus:
     evidence: list[dict[str, Any]] = []

@@ -1,7 +1,8 @@
 """`watcher explain`: the chain of evidence behind a status, so every claim can be traced.
 
-page -> recipes -> blockers -> items (title, state, superseding PR, release) -> latest smoke runs
-(outcome, signature, hardware, date) -> overrides, with links. Built from the store only.
+page -> recipes -> blockers -> items (title, state, superseding PR, release, matching commits or
+lines of code, warnings) and hints -> latest smoke runs (outcome, signature, hardware, date) ->
+overrides, with links. Built from the store only.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def explain_blocker(
         "override": st.override,
         "items": [explain_item(cfg, i, items) for i in b.items],
         "context": [explain_item(cfg, i, items) for i in b.watch],
+        "hints": [dict(h, **{"detail": explain_item(cfg, h["item"], items)}) for h in st.hints],
         "recipes": recipes,
         "smoke_runs": {r: _runs_for(runs, r) for r in recipes},
     }
@@ -124,6 +126,28 @@ def _item_line(i: dict[str, Any]) -> str:
     return f"{i['id']}: {ref} “{title}” — {state}{label}\n      {i['url']}"
 
 
+def _evidence_lines(i: dict[str, Any], indent: str, limit: int = 5) -> list[str]:
+    """The matching commits or lines of code an item's state rests on, then its warnings."""
+    ev, out = i.get("evidence") or {}, []
+    if i["kind"] == "commits" and ev.get("matches"):
+        out.append(f"{indent}{ev['match_count']} matching commit(s), newest first:")
+        out += [
+            f"{indent}  {m['sha'][:10]} {(m.get('date') or '')[:10]} {m['subject']}  {m['url']}"
+            for m in ev["matches"][:limit]
+        ]
+    if i["kind"] == "code" and ev.get("ref"):
+        out.append(f"{indent}{i['summary']} (commit {(ev.get('sha') or '')[:10]})")
+        if ev.get("not_found"):
+            out.append(f"{indent}  not found: {', '.join(ev['not_found'])}")
+        out += [
+            f"{indent}  {'still there' if ln.get('rule') == 'absent' else 'found'} at "
+            f"{ln['path']}:{ln['line']}: {ln['text']}  {ln['url']}"
+            for ln in ev.get("lines", [])[:limit]
+        ]
+    out += [f"{indent}WARNING: {w}" for w in i.get("warnings") or []]
+    return out
+
+
 def _run_lines(runs: list[dict[str, Any]], indent: str) -> list[str]:
     if not runs:
         return [f"{indent}no smoke runs yet"]
@@ -151,10 +175,17 @@ def format_text(doc: dict[str, Any]) -> str:
         lines.append(f"{indent}  clears when {b['rule']} of:")
         for i in b["items"]:
             lines.append(f"{indent}    {_item_line(i)}")
+            lines.extend(_evidence_lines(i, indent + "      "))
         if b["context"]:
             lines.append(f"{indent}  context only (never clears it):")
             for i in b["context"]:
                 lines.append(f"{indent}    {_item_line(i)}")
+                lines.extend(_evidence_lines(i, indent + "      "))
+        if b.get("hints"):
+            lines.append(f"{indent}  hints (shown for information, never clear it):")
+            for h in b["hints"]:
+                lines.append(f"{indent}    {h['item']}: {h['text']}")
+                lines.append(f"{indent}      {h['detail']['url']}")
         for recipe, runs in b["smoke_runs"].items():
             lines.append(
                 f"{indent}  latest smoke runs of {recipe} (signatures: {', '.join(b['signatures']) or 'none'}):"
@@ -173,6 +204,7 @@ def format_text(doc: dict[str, Any]) -> str:
         blocker(doc, "")
     else:
         lines.append(_item_line(doc))
+        lines.extend(_evidence_lines(doc, "  ", limit=20))
         if doc.get("error"):
             lines.append(f"  last error: {doc['error']}")
         lines.append(

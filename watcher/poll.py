@@ -2,26 +2,39 @@
 
 State words, exactly: pull `open`/`draft`/`merged`/`closed` (closed without merge); issue
 `open`/`completed`/`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the
-latest tag or `none`. Closed is not fixed: a closed PR is searched for a superseding merged PR, and
-a merged fix is located in the first release that contains it (compare API, never dates).
+latest tag or `none`; code check `present`/`absent`/`file-missing`. Closed is not fixed: a closed PR
+is searched for a superseding merged PR, and a merged fix is located in the first release that
+contains it (compare API, never dates).
+
+Rules must notice when they go blind: every watched path is checked against the tip of the ref it
+is read at (one tree read per repository and ref), and a commit stream either reads back to
+`since` or says how far back it read. The matching and reading functions are plain functions so
+`watcher backtest` replays history through the very same code.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
-from watcher.config import Item
+from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
 from watcher.github import GitHubClient
 
 PULL_STATES = ("open", "draft", "merged", "closed")
 ISSUE_STATES = ("open", "completed", "not_planned", "closed")
+CODE_STATES = ("present", "absent", "file-missing")
 MAX_COMMITS_SHOWN = 20
+MAX_LINES_SHOWN = 20
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 @dataclass
@@ -52,6 +65,16 @@ class Observation:
             "releases": [r["tag"] for r in self.details.get("releases", [])][:1],
             "moved_to": self.moved_to,
         }
+        # Added only when set, so the fingerprints of items without them stay what they were.
+        # Shas and line numbers move with every unrelated commit: only what they mean counts.
+        dead = [(d["path"], d["ref"]) for d in self.details.get("dead_paths", [])]
+        if dead:
+            significant["dead_paths"] = dead
+        if self.details.get("truncated"):
+            significant["truncated"] = True
+        code = self.details.get("code")
+        if code:
+            significant["code"] = [code.get("ref"), sorted({ln["text"] for ln in code["lines"]})]
         return hashlib.sha256(json.dumps(significant, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -83,18 +106,47 @@ def _repo_of(issue_like: dict[str, Any]) -> str | None:
 
 
 class Poller:
-    """Polls items concurrently (bounded) through one shared GitHubClient."""
+    """Polls items concurrently (bounded) through one shared GitHubClient.
+
+    The tips (commit and tree) of the refs the items read their paths at are read once per
+    repository and ref per poller, before the items, and shared.
+    """
 
     def __init__(self, client: GitHubClient, concurrency: int = 8):
         self.client = client
         self.concurrency = concurrency
+        self._tips: dict[tuple[str, str | None], Tip | GitHubError] = {}
+        self._tips_lock = threading.Lock()
 
     def poll_all(self, items: list[Item]) -> dict[str, Observation]:
+        keys = sorted(
+            {(i.repo, ref_spec(i)) for i in items if i.kind in ("commits", "code") and i.paths},
+            key=str,
+        )
         with ThreadPoolExecutor(
             max_workers=max(1, self.concurrency), thread_name_prefix="poll"
         ) as pool:
+            list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
             results = pool.map(self.poll, items)
             return {o.item_id: o for o in results}
+
+    def tip(self, repo: str, spec: str | None, raise_error: bool = True) -> Tip | None:
+        """The tip of `spec` in `repo` (read once per poller); a read error is remembered too."""
+        key = (repo, spec)
+        with self._tips_lock:
+            known = self._tips.get(key)
+        if known is None:
+            try:
+                known = read_tip(self.client, repo, resolve_ref(self.client, repo, spec))
+            except GitHubError as e:
+                known = e
+            with self._tips_lock:
+                self._tips[key] = known
+        if isinstance(known, GitHubError):
+            if raise_error:
+                raise known
+            return None
+        return known
 
     def poll(self, item: Item) -> Observation:
         """Never raises for GitHub trouble: returns an Observation with `error` instead."""
@@ -104,6 +156,7 @@ class Poller:
                 "issue": self._issue,
                 "commits": self._commits,
                 "releases": self._releases,
+                "code": self._code,
             }[item.kind]
             return reader(item)
         except GitHubError as e:
@@ -113,6 +166,30 @@ class Poller:
             return Observation(
                 item_id=item.id, error=f"unexpected response shape: {type(e).__name__}: {e}"
             )
+
+    def _path_warnings(self, item: Item, tip: Tip) -> dict[str, Any]:
+        """details["dead_paths"] and their sentences for an item's watched paths at a tip."""
+        dead = dead_paths(self.client, tip, item.paths)
+        return {"dead_paths": dead, "warnings": [dead_path_warning(item.kind, d) for d in dead]}
+
+    # -- code check
+    def _code(self, item: Item) -> Observation:
+        tip = self.tip(item.repo, item.ref)
+        state, evidence = read_code_item(self.client, item, tip.ref, sha=tip.sha, tree=tip.paths)
+        details = self._path_warnings(item, tip)
+        details["code"] = evidence
+        names = ", ".join(p.rsplit("/", 1)[-1] for p in item.paths)
+        return Observation(
+            item_id=item.id,
+            state=state,
+            title=f"{names} at {tip.ref}",
+            url=(
+                evidence["lines"][0]["url"]
+                if evidence["lines"]
+                else f"https://github.com/{item.repo}/blob/{tip.sha}/{item.paths[0]}"
+            ),
+            details=details,
+        )
 
     # -- issue
     def _issue(self, item: Item) -> Observation:
@@ -223,46 +300,31 @@ class Poller:
 
     # -- commit stream
     def _commits(self, item: Item) -> Observation:
-        pattern = re.compile(item.pattern) if item.pattern else None
-        params: dict[str, Any] = {"per_page": 100}
-        if item.since:
-            params["since"] = item.since
-        if item.branch:
-            params["sha"] = item.branch
-        seen: dict[str, dict[str, Any]] = {}
-        for path in item.paths or (None,):
-            query = dict(params, path=path) if path else params
-            for c in self.client.paginate(f"/repos/{item.repo}/commits", query, max_pages=3):
-                seen.setdefault(c["sha"], c)
-        matches = []
-        for sha, c in seen.items():
-            message = (c.get("commit") or {}).get("message") or ""
-            if pattern and not pattern.search(message):
-                continue
-            commit = c.get("commit") or {}
-            date = (commit.get("committer") or {}).get("date") or (commit.get("author") or {}).get(
-                "date"
-            )
-            matches.append(
-                {
-                    "sha": sha,
-                    "date": date,
-                    "subject": message.splitlines()[0] if message else "",
-                    "url": c.get("html_url") or f"https://github.com/{item.repo}/commit/{sha}",
-                }
-            )
-        matches.sort(key=lambda m: (m["date"] or "", m["sha"]), reverse=True)
+        commits, truncated = read_commit_stream(self.client, item)
+        matches = [commit_evidence(item.repo, c) for c in commits if commit_matches(item, c)]
+        details: dict[str, Any] = {"dead_paths": [], "warnings": []}
+        if item.paths:
+            try:
+                details = self._path_warnings(item, self.tip(item.repo, item.branch))
+            except GitHubError as e:  # the stream itself was read: say only what is unknown
+                where = item.branch or "the default branch"
+                details["warnings"].append(
+                    f"could not check that the watched paths still exist at {where}: {e}"
+                )
+        details["warnings"] += [truncation_warning(item, t) for t in truncated]
+        details.update(
+            commits=matches[:MAX_COMMITS_SHOWN],
+            matched=len(matches),
+            scanned=len(commits),
+            truncated=truncated,
+        )
         return Observation(
             item_id=item.id,
             state="matched" if matches else "no-match",
             title=(matches[0]["subject"] if matches else f"no matching commits in {item.repo}"),
             url=matches[0]["url"] if matches else item.html_url,
             updated_at=matches[0]["date"] if matches else None,
-            details={
-                "commits": matches[:MAX_COMMITS_SHOWN],
-                "matched": len(matches),
-                "scanned": len(seen),
-            },
+            details=details,
         )
 
     # -- release stream
@@ -293,6 +355,300 @@ class Poller:
         )
 
 
+# ---------------------------------------------------------------- matching (plain functions)
+
+
+def commit_message(commit: dict[str, Any] | str) -> str:
+    """The full message of a commit as the commits API returns it (or a message given as text)."""
+    if isinstance(commit, str):
+        return commit
+    return ((commit.get("commit") or {}).get("message")) or ""
+
+
+def commit_matches(item: Item, commit: dict[str, Any] | str) -> bool:
+    """Does this commit satisfy the item's rule? `pattern` and every one of `terms` must match
+    the subject line (match = "subject", the default) or the whole message (match = "message")."""
+    message = commit_message(commit)
+    text = message if item.match == "message" else (message.splitlines() or [""])[0]
+    if item.pattern and not re.search(item.pattern, text):
+        return False
+    return all(re.search(term, text) for term in item.terms)
+
+
+def commit_evidence(repo: str, commit: dict[str, Any]) -> dict[str, Any]:
+    """{sha, date, subject, url} of one commit from the commits API."""
+    c = commit.get("commit") or {}
+    message = c.get("message") or ""
+    return {
+        "sha": commit["sha"],
+        "date": (c.get("committer") or {}).get("date") or (c.get("author") or {}).get("date"),
+        "subject": message.splitlines()[0] if message else "",
+        "url": commit.get("html_url") or f"https://github.com/{repo}/commit/{commit['sha']}",
+    }
+
+
+# ---------------------------------------------------------------- refs, trees, files
+
+
+@dataclass(frozen=True)
+class Tip:
+    """What a ref pointed at when it was read: its name, commit and (when complete) tree."""
+
+    repo: str
+    ref: str  # the branch or tag name that was read
+    sha: str  # the commit it pointed at
+    paths: frozenset[str] | None  # every file and folder; None when GitHub truncated the tree
+
+
+def default_branch(client: GitHubClient, repo: str) -> str:
+    return client.get_json(f"/repos/{repo}")["default_branch"]
+
+
+def resolve_ref(client: GitHubClient, repo: str, ref: str | None) -> str:
+    """A configured ref -> the branch or tag name to read. None: the default branch;
+    "latest-release": the newest release's tag, or the newest tag when the repo has no releases."""
+    if ref is None:
+        return default_branch(client, repo)
+    if ref != LATEST_RELEASE:
+        return ref
+    try:
+        return client.get_json(f"/repos/{repo}/releases/latest")["tag_name"]
+    except GitHubError as e:
+        if e.status != 404:
+            raise
+    tags = client.get_json(f"/repos/{repo}/tags", {"per_page": 1})
+    if not tags:
+        raise GitHubError(f"{repo} has no releases and no tags, so 'latest-release' means nothing")
+    return tags[0]["name"]
+
+
+def head_sha(client: GitHubClient, repo: str, ref: str) -> str:
+    """The commit a branch, tag or sha points at (the list form: small, and its URL is stable)."""
+    if _SHA.match(ref):
+        return ref
+    commits = client.get_json(f"/repos/{repo}/commits", {"sha": ref, "per_page": 1})
+    if not commits:
+        raise GitHubError(f"{repo} has no commits at {ref!r}")
+    return commits[0]["sha"]
+
+
+def read_tip(client: GitHubClient, repo: str, ref: str) -> Tip:
+    """The commit and the full file tree at a branch or tag name (two conditional reads)."""
+    sha = head_sha(client, repo, ref)
+    data = client.get_json(f"/repos/{repo}/git/trees/{quote(ref, safe='')}", {"recursive": 1})
+    paths = None if data.get("truncated") else frozenset(e["path"] for e in data.get("tree", []))
+    return Tip(repo=repo, ref=ref, sha=sha, paths=paths)
+
+
+def path_exists(client: GitHubClient, tip: Tip, path: str) -> bool:
+    """Is a watched path (a file, or a folder with or without its trailing slash) at the tip?"""
+    clean = path.strip("/")
+    if tip.paths is not None:
+        return clean in tip.paths
+    try:  # a truncated tree (a huge repository): ask for the one path
+        client.get(f"/repos/{tip.repo}/contents/{quote(clean)}", {"ref": tip.ref})
+    except GitHubError as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
+
+
+def dead_paths(client: GitHubClient, tip: Tip, paths: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The watched paths that do not exist at the tip: [{path, ref, sha}]."""
+    return [
+        {"path": p, "ref": tip.ref, "sha": tip.sha}
+        for p in paths
+        if not path_exists(client, tip, p)
+    ]
+
+
+def dead_path_warning(kind: str, dead: dict[str, Any]) -> str:
+    """The sentence the page, the site, status.json, explain and validate show."""
+    where = f"`{dead['path']}` no longer exists at {dead['ref']} ({dead['sha'][:7]})"
+    if kind == "code":
+        return f"{where}; this check cannot read it there"
+    return f"{where}; this rule cannot see new commits there"
+
+
+def _read_file(client: GitHubClient, repo: str, path: str, ref: str) -> str | None:
+    """A file's text at a ref through the contents API (conditional); None when it is not there."""
+    try:
+        data = client.get_json(f"/repos/{repo}/contents/{quote(path)}", {"ref": ref})
+    except GitHubError as e:
+        if e.status == 404:
+            return None
+        raise
+    if isinstance(data, list) or data.get("type") not in (None, "file"):
+        raise GitHubError(f"{repo}: {path} at {ref} is a folder, not a file")
+    if data.get("encoding") != "base64":
+        raise GitHubError(
+            f"{repo}: {path} at {ref} is too large for the contents API"
+            f" (encoding {data.get('encoding')!r})"
+        )
+    try:
+        raw = base64.b64decode(data.get("content") or "")
+    except (binascii.Error, ValueError) as e:
+        raise GitHubError(f"{repo}: {path} at {ref}: bad base64 content: {e}") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) -> list[dict]:
+    """Every line where `pattern` matches (a match spanning lines counts at its first line)."""
+    out = []
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    lines = text.split("\n")
+    seen = set()
+    for m in re.finditer(pattern, text, re.MULTILINE):
+        n = _line_of(starts, m.start())
+        if n in seen:
+            continue
+        seen.add(n)
+        out.append(
+            {
+                "path": path,
+                "line": n,
+                "text": lines[n - 1].strip()[:300],
+                "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
+                "rule": rule,
+                "pattern": pattern,
+            }
+        )
+    return out
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(starts, offset)
+
+
+def read_code_item(
+    client: GitHubClient,
+    item: Item,
+    ref: str | None = None,
+    *,
+    sha: str | None = None,
+    tree: frozenset[str] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Read a code item's files at `ref` (default: the item's configured ref, resolved) and judge
+    them: `present` when every `present` regex is found and no `absent` one is, `absent` when not,
+    `file-missing` when none of its files exists there. Evidence: the ref and commit read and the
+    matching lines with permalinks. `tree` (the tip's paths) skips reads of files known missing.
+    """
+    ref = ref or resolve_ref(client, item.repo, item.ref)
+    sha = sha or head_sha(client, item.repo, ref)
+    lines: list[dict[str, Any]] = []
+    missing, read = [], []
+    found: dict[str, bool] = {p: False for p in (*item.present, *item.absent)}
+    for path in item.paths:
+        text = (
+            None
+            if tree is not None and path not in tree
+            else _read_file(client, item.repo, path, ref)
+        )
+        if text is None:
+            missing.append(path)
+            continue
+        read.append(path)
+        for rule, patterns in (("present", item.present), ("absent", item.absent)):
+            for pattern in patterns:
+                hits = _find(item.repo, sha, path, text, pattern, rule)
+                found[pattern] = found[pattern] or bool(hits)
+                lines.extend(hits)
+    if not read:
+        state = "file-missing"
+    else:
+        ok = all(found[p] for p in item.present) and not any(found[p] for p in item.absent)
+        state = "present" if ok else "absent"
+    evidence = {
+        "ref": ref,
+        "sha": sha,
+        "lines": lines[:MAX_LINES_SHOWN],
+        "line_count": len(lines),
+        "files_read": read,
+        "files_missing": missing,
+        "not_found": [p for p in item.present if not found[p]],
+        "still_found": [p for p in item.absent if found[p]],
+    }
+    return state, evidence
+
+
+def read_commit_stream(
+    client: GitHubClient, item: Item, *, until: str | None = None, ref: str | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every commit in the item's paths back to `since` (following Link rel="next"), unless
+    `max_pages` stops a path early. Returns (commits newest first, one entry per truncated path:
+    {path, pages, oldest})."""
+    params: dict[str, Any] = {"per_page": 100}
+    if item.since:
+        params["since"] = item.since
+    if until:
+        params["until"] = until
+    if ref or item.branch:
+        params["sha"] = ref or item.branch
+    seen: dict[str, dict[str, Any]] = {}
+    truncated = []
+    for path in item.paths or (None,):
+        page = client.get(
+            f"/repos/{item.repo}/commits", dict(params, path=path) if path else params
+        )
+        batch, pages = list(page.data), 1
+        while "next" in page.links:
+            if item.max_pages is not None and pages >= item.max_pages:
+                oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
+                truncated.append({"path": path, "pages": pages, "oldest": oldest})
+                break
+            page = client.get(page.links["next"])
+            batch.extend(page.data)
+            pages += 1
+        for c in batch:
+            seen.setdefault(c["sha"], c)
+    commits = sorted(
+        seen.values(),
+        key=lambda c: (commit_evidence(item.repo, c)["date"] or "", c["sha"]),
+        reverse=True,
+    )
+    return commits, truncated
+
+
+def truncation_warning(item: Item, t: dict[str, Any]) -> str:
+    where = f" in `{t['path']}`" if t["path"] else ""
+    since = f" since {item.since[:10]}" if item.since else ""
+    back = f", back to {t['oldest'][:10]}" if t.get("oldest") else ""
+    return (
+        f"Read only the newest {t['pages']} page(s) of commits{where} (max_pages = "
+        f"{item.max_pages}){back}; older commits{since} were not read"
+    )
+
+
+def ref_spec(item: Item) -> str | None:
+    """The configured ref an item reads its paths at (None: the default branch)."""
+    return item.ref if item.kind == "code" else item.branch
+
+
+def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str, str]], int]:
+    """`watcher validate --online`: every watched path of commit and code items at its ref's tip.
+
+    Returns ([(item id, sentence)] for dead paths and unreadable refs, paths checked)."""
+    poller = Poller(client)
+    problems: list[tuple[str, str]] = []
+    checked = 0
+    for item in items:
+        if item.kind not in ("commits", "code") or not item.paths:
+            continue
+        try:
+            tip = poller.tip(item.repo, ref_spec(item))
+            dead = dead_paths(client, tip, item.paths)
+        except GitHubError as e:
+            where = ref_spec(item) or "the default branch"
+            problems.append((item.id, f"could not read {item.repo} at {where}: {e}"))
+            continue
+        checked += len(item.paths)
+        problems += [(item.id, dead_path_warning(item.kind, d)) for d in dead]
+    return problems, checked
+
+
 def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
     """Does this item's last known state count towards clearing a blocker?"""
     if not row or not row.get("state"):
@@ -305,4 +661,6 @@ def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
         return state == "completed"
     if item.kind == "commits":
         return state == "matched"
+    if item.kind == "code":
+        return state == "present"
     return state != "none"

@@ -20,13 +20,14 @@ from typing import Any
 import jinja2
 
 from watcher.config import Config, Page
-from watcher.evaluate import Evaluation
+from watcher.evaluate import Evaluation, item_phrase
 
 KIND_WORDS = {
     "pull": "pull request",
     "issue": "issue",
     "commits": "commit stream",
     "releases": "release stream",
+    "code": "code check",
 }
 PAGE_HEADLINES = {
     "blocked": "currently blocked, watch list",
@@ -163,10 +164,32 @@ def atomic_write(path: Path, data: str | bytes) -> bool:
 # ------------------------------------------------------------------ the status document
 
 
+def item_evidence(kind: str, details: dict[str, Any]) -> dict[str, Any]:
+    """What an item's state rests on: matching commits, or matching lines of code."""
+    if kind == "commits":
+        return {
+            "matches": list(details.get("commits") or []),
+            "match_count": details.get("matched", 0),
+        }
+    if kind == "code" and details.get("code"):
+        code = details["code"]
+        return {
+            "ref": code.get("ref"),
+            "sha": code.get("sha"),
+            "lines": list(code.get("lines") or []),
+            "line_count": code.get("line_count", 0),
+            "files_missing": list(code.get("files_missing") or []),
+            "not_found": list(code.get("not_found") or []),
+            "still_found": list(code.get("still_found") or []),
+        }
+    return {}
+
+
 def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str, Any]:
     """One item as the status document, the pages and the site show it."""
     item = cfg.item(item_id)
     row = row or {}
+    details = row.get("details") or {}
     return {
         "id": item.id,
         "repo": item.repo,
@@ -185,8 +208,11 @@ def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str
         "checked_at": row.get("checked_at"),
         "changed_at": row.get("changed_at"),
         "updated_at": row.get("updated_at"),
-        "details": row.get("details") or {},
+        "details": details,
         "snoozed_until": item.snooze.until.isoformat() if item.snooze else None,
+        "summary": item_phrase(item, row),
+        "warnings": list(details.get("warnings") or []),
+        "evidence": item_evidence(item.kind, details),
     }
 
 
@@ -214,6 +240,8 @@ def status_document(
                 "signatures": list(b.signatures),
                 "evidence": list(st.evidence),
                 "override": st.override,
+                "hints": [dict(h) for h in st.hints],
+                "hints_trigger_smoke": b.hints_trigger_smoke,
             }
         )
     pages = [
@@ -326,10 +354,13 @@ def page_context(
                 "override": st.override,
                 "items": [item_view(cfg, i, items.get(i)) for i in b.items],
                 "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
+                "hints": [
+                    dict(h, view=item_view(cfg, h["item"], items.get(h["item"]))) for h in st.hints
+                ],
                 "signatures": list(b.signatures),
             }
         )
-    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch)}
+    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
     recipes = []
     for r_id in page.recipes:

@@ -486,9 +486,17 @@ def site_context(
                 "watch": [views[i] for i in b.watch if i in views],
                 "evidence": evidence,
                 "override": st.override,
+                "hints": [
+                    dict(
+                        h,
+                        label=views[h["item"]]["label"] or h["item"],
+                        href=views[h["item"]]["href"],
+                    )
+                    for h in st.hints
+                ],
             }
         )
-    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch)}
+    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     run_views = [run_view(r) for r in runs[:RUNS_LIMIT]]
     charted = runs[:CHART_LIMIT]
     return clean(

@@ -1,9 +1,10 @@
 """When check-now runs (or dispatches) a smoke test, and how many it may run per day.
 
 A recipe is due when, in this cycle: a page it is on became `ready-to-test`; an item of one of its
-blockers (items or watch; snoozed items excepted) changed; the engine's release stream changed; or
-its last validation on target hardware is older than smoke.validation_max_age. Parked pages
-trigger nothing. Never more than smoke.max_runs_per_day runs started in the last 24 hours.
+blockers (items or watch; hints only with hints_trigger_smoke; snoozed items excepted) changed;
+the engine's release stream changed; or its last validation on target hardware is older than
+smoke.validation_max_age. Parked pages trigger nothing. Never more than smoke.max_runs_per_day
+runs started in the last 24 hours.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def due_recipes(
                 reasons.append(f"page {page.id} became ready-to-test")
         for b in recipe.blockers:
             blocker = cfg.blocker(b)
-            changed = sorted(item_changes & set((*blocker.items, *blocker.watch)))
+            hints = blocker.hints if blocker.hints_trigger_smoke else ()
+            changed = sorted(item_changes & set((*blocker.items, *blocker.watch, *hints)))
             if changed:
                 reasons.append(f"item {', '.join(changed)} of blocker {b} changed")
         released = sorted(item_changes & _release_items(cfg, recipe))
