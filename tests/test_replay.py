@@ -150,13 +150,20 @@ def test_a_deleted_file_is_404_and_an_unrecorded_release_commit_is_503(at_cut, i
     assert status_of(at_cut, f"/repos/{SGL}/contents/README.md") == 503
 
 
-def test_trees_only_at_the_cut(at_cut, in_march):
+def test_trees_whole_at_the_cut_and_truncated_before(at_cut, in_march):
     with client(at_cut) as c:
         tree = c.get_json(f"/repos/{SGL}/git/trees/main", {"recursive": "1"})
     paths = {e["path"] for e in tree["tree"]}
+    assert not tree["truncated"]
     assert MARLIN_UTILS in paths and AOT_GEMM not in paths
     assert "python/sglang/jit_kernel/csrc/gemm/marlin/gptq_marlin.cuh" in paths
-    assert status_of(in_march, f"/repos/{SGL}/git/trees/main", {"recursive": "1"}) == 503
+    with client(in_march) as c:
+        early = c.get_json(f"/repos/{SGL}/git/trees/main", {"recursive": "1"})
+    listed = {e["path"] for e in early["tree"]}
+    # Only files no later commit touched are listed; the flag says the list is incomplete.
+    assert early["truncated"] and listed < paths
+    assert MARLIN_UTILS not in listed  # changed on 2026-04-03: not known in March
+    assert "LICENSE" in listed
 
 
 def test_releases_are_the_version_tags_that_existed_by_then(at_cut, in_march):

@@ -23,6 +23,7 @@ from watcher.github import GitHubClient
 from watcher.store import Store
 
 KINDS = ("commits", "code")
+LINES_SHOWN = 3  # matching lines per code item and date in the text view (--json has all)
 
 
 def parse_date(text: str) -> datetime:
@@ -216,11 +217,14 @@ def format_report(doc: dict[str, Any], show_unmatched: bool = False) -> str:
                     for m in d.get("unmatched", []):
                         lines.append(f"    - {m['sha'][:10]} {m['date'][:10]} {m['subject']}")
             else:
-                lines.append(f"{head} at {d['ref']} ({d['sha'][:10]})")
-                for line in d["lines"]:
+                ref = d["ref"] if d["ref"] != d["sha"] else d["sha"][:10]
+                lines.append(f"{head} at {ref} ({d['sha'][:10]})")
+                for line in d["lines"][:LINES_SHOWN]:
                     lines.append(
                         f"    {line['path']}:{line['line']} [{line['rule']}] {line['text']}"
                     )
+                if d["line_count"] > LINES_SHOWN:
+                    lines.append(f"    ... {d['line_count'] - LINES_SHOWN} more matching lines")
                 for path in d.get("files_missing", []):
                     lines.append(f"    {path}: not there")
     for note in doc["skipped"]:

@@ -232,6 +232,14 @@ class RepoHistory:
             )
         return dict(self.tree)
 
+    def known_files_at(self, sha: str) -> dict[str, str]:
+        """The files certainly present at a commit, with their blob: those at the cut that no
+        later commit touched. Others may exist too (the record cannot say)."""
+        self._known(sha)
+        before = self.ancestors(sha)
+        touched = {f for s in self.order if s not in before for f in self.commits[s].files}
+        return {p: b for p, b in self.tree.items() if p not in touched}
+
     def blob_sha_at(self, sha: str, path: str) -> str | None:
         """The file's blob sha at a commit, None when it does not exist there; Unknown otherwise."""
         self._known(sha)

@@ -5,10 +5,11 @@ the commits committed by then (the branch tip is the newest first-parent commit 
 tags that existed by then, and releases modelled from the tags named like versions (the export
 has no releases: published_at is the tag's date, `rc` tags are prereleases). Contents and trees
 follow the record's knowledge: a file is known at a commit only if no later commit touched it,
-the whole tree only at the cut. Whatever the record cannot say is a 503 ("not in the recorded
+the whole tree only at the cut (before it, the files known to be there, marked truncated).
+Whatever the record cannot say is a 503 ("not in the recorded
 history"), never a 404 and never a short list: a page of commits that would reach back before
 the record starts, a ref whose commit was not recorded (e.g. a release tag cut on a release
-branch), contents changed after the commit asked about, a tree before the cut.
+branch), contents changed after the commit asked about.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from watcher.fakes.github import FakeGitHub, Unknown
 from watcher.fakes.github.http import HTTPError, Reply
 from watcher.fakes.github.shapes_git import tree_entry, tree_json
 from watcher.fakes.github.util import iso, num
+from watcher.fakes.github.util import sha as util_sha
 from watcher.fakes.history import History, RepoHistory, default_history, parse_time
 
 _REPO = r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
+_REPO_ONLY = re.compile(_REPO + r"(?:/|$)")
 _COMMITS = re.compile(_REPO + r"/commits$")
 _COMMIT = re.compile(_REPO + r"/commits/(?P<ref>.+)$")
 _COMPARE = re.compile(_REPO + r"/compare/(?P<base>.+?)\.\.\.(?P<head>.+)$")
@@ -156,6 +159,13 @@ class ReplayGitHub(FakeGitHub):
         return target
 
     def _replay_answer(self, path: str, query: dict) -> Reply | None:
+        repo = _REPO_ONLY.match(path)
+        if repo is not None:
+            name = f"{repo['owner']}/{repo['repo']}"
+            with self._lock:
+                seeded = name.lower() in self._repos
+            if not seeded:  # a repository the record does not hold: unknown, not missing
+                raise Unknown(f"repository {name}")
         m = (
             _COMMITS.match(path)
             or _COMMIT.match(path)
@@ -202,11 +212,25 @@ class ReplayGitHub(FakeGitHub):
             raise Unknown(f"commits of {h.repo} before {h.since:%Y-%m-%d}")
 
     def _tree(self, h: RepoHistory, ref: str, query: dict) -> Reply:
-        """Trees are recorded at the cut only; sizes only for the blobs the record kept."""
+        """The whole tree at the cut. Before it, the files known to be there, flagged
+        `truncated` (GitHub's word for "not every entry is listed"), so a client asks for each
+        path it cares about instead of reading absence from the list."""
         sha = self._resolve(h, ref)
-        flat = h.tree_at(sha)
         with self._lock:
             r = self._repo(h.repo)
+        if sha != h.tip_sha:
+            known = h.known_files_at(sha)
+            recursive = query.get("recursive") not in (None, "", "0", "false")
+            entries = [
+                tree_entry(self, r, path, "blob", blob, self._size(h, blob))
+                for path, blob in sorted(known.items())
+                if recursive or "/" not in path
+            ]
+            out = tree_json(self, r, util_sha("tree", sha), entries)
+            out["truncated"] = True
+            return self._json(out)
+        flat = h.tree_at(sha)
+        with self._lock:
             root, dirs = r.git.trees(sha, flat)
         recursive = query.get("recursive") not in (None, "", "0", "false")
         entries, pending = [], [""]
@@ -214,13 +238,17 @@ class ReplayGitHub(FakeGitHub):
             here = pending.pop(0)
             for name, kind, ident in dirs[here][1]:
                 full = f"{here}/{name}" if here else name
-                size = len(h.blobs[ident].encode()) if ident in h.blobs else None
+                size = self._size(h, ident) if kind == "blob" else None
                 entries.append(tree_entry(self, r, full, kind, ident, size))
                 if kind == "tree" and recursive:
                     pending.append(full)
         if recursive:
             entries.sort(key=lambda e: e["path"])
         return self._json(tree_json(self, r, root, entries))
+
+    @staticmethod
+    def _size(h: RepoHistory, blob: str) -> int | None:
+        return len(h.blobs[blob].encode()) if blob in h.blobs else None
 
 
 def _int(value: str | None, default: int) -> int:
