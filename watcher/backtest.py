@@ -26,11 +26,12 @@ KINDS = ("commits", "code")
 LINES_SHOWN = 3  # matching lines per code item and date in the text view (--json has all)
 
 
-def parse_date(text: str) -> datetime:
-    """`2026-03-01` (the end of that day, UTC) or a full ISO time -> aware UTC datetime."""
+def parse_date(text: str, end_of_day: bool = True) -> datetime:
+    """`2026-03-01` (the end of that day, or its start for `--since`) or a full ISO time ->
+    aware UTC datetime."""
     value = text.strip().replace("Z", "+00:00")
     if len(value) == 10:
-        value += "T23:59:59+00:00"
+        value += "T23:59:59+00:00" if end_of_day else "T00:00:00+00:00"
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
@@ -165,7 +166,7 @@ def run_backtest(
 ) -> dict[str, Any]:
     """The whole command: items, dates, the replay, and what it cost (requests, 304s, seconds)."""
     items, skipped = select_items(cfg, ids)
-    start = parse_date(since)
+    start = parse_date(since, end_of_day=False)
     dates = sorted(parse_date(d) for d in as_of) or [datetime.now(UTC)]
     if any(d < start for d in dates):
         raise ConfigError("every --as-of date must be on or after --since")
@@ -217,8 +218,8 @@ def format_report(doc: dict[str, Any], show_unmatched: bool = False) -> str:
                     for m in d.get("unmatched", []):
                         lines.append(f"    - {m['sha'][:10]} {m['date'][:10]} {m['subject']}")
             else:
-                ref = d["ref"] if d["ref"] != d["sha"] else d["sha"][:10]
-                lines.append(f"{head} at {ref} ({d['sha'][:10]})")
+                at = d["sha"][:10] if d["ref"] == d["sha"] else f"{d['ref']} ({d['sha'][:10]})"
+                lines.append(f"{head} at {at}")
                 for line in d["lines"][:LINES_SHOWN]:
                     lines.append(
                         f"    {line['path']}:{line['line']} [{line['rule']}] {line['text']}"
