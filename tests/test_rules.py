@@ -333,3 +333,20 @@ def test_project_names():
     assert project_name("vllm-project/vllm") == "vLLM"
     assert project_name("sgl-project/sglang") == "SGLang"
     assert project_name("someone/thing") == "thing"
+
+
+# ------------------------------------------------------------------ hostile text in the new filters
+
+
+def test_code_spans_and_ticked_sentences_stay_inert():
+    from watcher.render import code_span, html_ticks, md_ticks
+
+    assert code_span("a `b` c") == "``a `b` c``"
+    assert code_span("`x`") == "`` `x` ``"
+    assert code_span("line\nbreak") == "`line break`"
+    assert code_span("token ghp_" + "a" * 30) == "`token [redacted]`"
+    assert md_ticks("`p/` gone <b>[x](javascript:1)</b>") == (
+        "`p/` gone &lt;b&gt;\\[x\\](javascript:1)&lt;/b&gt;"
+    )
+    assert md_ticks("odd ` tick") == "odd \\` tick"  # unbalanced: all plain, escaped
+    assert str(html_ticks("`<script>` gone")) == "<code>&lt;script&gt;</code> gone"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation, item_phrase
@@ -81,6 +82,36 @@ def safe_url(url: Any) -> str:
     return s
 
 
+def code_span(text: Any, limit: int = 300) -> str:
+    """Inline code that untrusted text cannot close: a fence longer than any backtick run in it."""
+    s = _CONTROL.sub("", redact("" if text is None else str(text))).replace("\n", " ")
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def _ticked(text: Any) -> list[tuple[bool, str]]:
+    """A sentence with `code` in backticks -> [(is_code, part)]; unbalanced: all plain text."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:
+        return [(False, str(text or ""))]
+    return [(i % 2 == 1, p) for i, p in enumerate(parts) if p]
+
+
+def md_ticks(text: Any, limit: int = 400) -> str:
+    """A plain sentence for Markdown whose `backticked` parts become inline code (warnings)."""
+    return "".join(code_span(p) if code else md_escape(p, limit) for code, p in _ticked(text))
+
+
+def html_ticks(text: Any) -> Markup:
+    """The same sentence for the site: escaped HTML with <code> for the backticked parts."""
+    return Markup("").join(
+        Markup("<code>{}</code>").format(p) if code else escape(p) for code, p in _ticked(text)
+    )
+
+
 def code_block(text: str | None) -> str:
     """A fenced block that untrusted text cannot close."""
     body = _CONTROL.sub("", redact(text or "")).rstrip("\n")
@@ -131,6 +162,9 @@ def environment(cfg: Config | None = None) -> jinja2.Environment:
         md=md_escape,
         url=safe_url,
         code_block=code_block,
+        code=code_span,
+        ticks=md_ticks,
+        html_ticks=html_ticks,
         redact=redact,
         shell=shell_join,
         kind_word=lambda k: KIND_WORDS.get(k, k),

@@ -489,7 +489,7 @@ def site_context(
                 "hints": [
                     dict(
                         h,
-                        label=views[h["item"]]["label"] or h["item"],
+                        label=views[h["item"]]["label"] or views[h["item"]]["title"] or h["item"],
                         href=views[h["item"]]["href"],
                     )
                     for h in st.hints
