@@ -69,6 +69,7 @@ class Backtest:
         self.show_unmatched = show_unmatched
         self._tips: dict[tuple[str, str, str], str] = {}
         self._branches: dict[str, str] = {}
+        self._releases: dict[str, list[dict[str, Any]]] = {}
 
     def run(self, items: list[Item], dates: list[datetime]) -> list[dict[str, Any]]:
         return [
@@ -143,7 +144,12 @@ class Backtest:
         return self._tips[key]
 
     def _release_as_of(self, repo: str, as_of: datetime) -> str | None:
-        releases = self.client.paginate(f"/repos/{repo}/releases", {"per_page": 100})
+        """The newest full release published by the date (the list is read once per repo)."""
+        if repo not in self._releases:
+            self._releases[repo] = self.client.paginate(
+                f"/repos/{repo}/releases", {"per_page": 100}
+            )
+        releases = self._releases[repo]
         published = [
             r
             for r in releases
