@@ -3,8 +3,7 @@
 import pytest
 
 from watcher.classify import Classifier, describe, tail
-from watcher.config import Signature
-from watcher.signatures import BUILTIN_IDS, all_signatures
+from watcher.signatures import BUILTIN_IDS, Signature, all_signatures
 
 C = Classifier()
 

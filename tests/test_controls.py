@@ -93,7 +93,7 @@ def test_transitions_caused_by_snoozed_items_trigger_nothing(tmp_path):
     from datetime import UTC, datetime
 
     from watcher.evaluate import evaluate
-    from watcher.notify import worth_a_comment
+    from watcher.notify_plan import worth_a_comment
     from watcher.store import Store
     from watcher.trigger import due_recipes
 

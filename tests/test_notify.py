@@ -20,17 +20,12 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
+from watcher.comments import Pacer
 from watcher.config import load_config
 from watcher.cycle import run_cycle
 from watcher.evaluate import evaluate
-from watcher.notify import (
-    GITHUB_BODY_LIMIT,
-    PAUSE_AFTER_POST_ENV,
-    Pacer,
-    event_marker,
-    run_notify,
-    status_marker,
-)
+from watcher.notify import PAUSE_AFTER_POST_ENV, run_notify
+from watcher.notify_plan import GITHUB_BODY_LIMIT, event_marker, status_marker
 from watcher.store import Store, parse_iso
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -333,7 +328,7 @@ class _Unreachable:
     """A CommentAPI whose every call fails like a dropped connection."""
 
     def _fail(self, *a, **k):
-        from watcher.notify import CommentError
+        from watcher.comments import CommentError
 
         raise CommentError("ConnectionError: connection refused")
 
@@ -481,7 +476,8 @@ def test_pygithub_never_retries_or_sleeps_by_itself(gh, cfg):
 
 
 def test_markers_count_only_on_the_first_line():
-    from watcher.notify import Comment, carries, same_content
+    from watcher.comments import Comment
+    from watcher.notify_plan import carries, same_content
 
     marker = event_marker(3)
     assert carries(Comment(1, BOT, f"{marker}\n### body"), marker)

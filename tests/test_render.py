@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.render import code_block, md_escape, redact, safe_url, shell_join
+from watcher.redact import redact
+from watcher.render import code_block, md_escape, safe_url, shell_join
 
 REPO = Path(__file__).resolve().parent.parent
 

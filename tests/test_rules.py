@@ -13,9 +13,11 @@ import pytest
 
 from watcher.config import Item, load_config
 from watcher.errors import ConfigError
-from watcher.evaluate import evaluate, project_name
-from watcher.poll import commit_matches, item_satisfied
-from watcher.render import item_view, status_document
+from watcher.evaluate import evaluate
+from watcher.poll import commit_matches
+from watcher.render import status_document
+from watcher.states import item_satisfied
+from watcher.views import item_view, project_name
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -350,3 +352,26 @@ def test_code_spans_and_ticked_sentences_stay_inert():
     )
     assert md_ticks("odd ` tick") == "odd \\` tick"  # unbalanced: all plain, escaped
     assert str(html_ticks("`<script>` gone")) == "<code>&lt;script&gt;</code> gone"
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+def test_a_hint_starts_a_smoke_run_only_when_opted_in(tmp_path, opt_in):
+    from watcher.store import Store
+    from watcher.trigger import due_recipes
+
+    text = HINTED
+    if opt_in:
+        text = text.replace(
+            'hints = ["vllm-40361"]', 'hints = ["vllm-40361"]\nhints_trigger_smoke = true'
+        )
+    cfg = parse(text, tmp_path)
+    ev = evaluate(cfg, fixed_elsewhere_rows("absent"), [], {}, NOW)
+    change = {"kind": "item", "subject": "vllm-40361", "old": "open", "new": "closed"}
+    store = Store(tmp_path / "watcher.db")
+    try:
+        due = due_recipes(cfg, store, ev, [change], NOW)
+    finally:
+        store.close()
+    assert [(d.recipe, d.reasons) for d in due] == (
+        [("r", ["item vllm-40361 of blocker marlin-pad changed"])] if opt_in else []
+    )

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from watcher.config import Signature
-from watcher.signatures import all_signatures
+from watcher.signatures import BUILTIN, Signature, all_signatures
 
 BLOCK_BYTES = 1 << 20  # 1 MiB per read
 OVERLAP_CHARS = (
@@ -113,8 +112,6 @@ class Classifier:
     """Compiled, ordered families. `scan` and `scan_text` return the winning Finding or None."""
 
     def __init__(self, signatures: Iterable[Signature] | None = None):
-        from watcher.signatures import BUILTIN
-
         builtin = {s.id: s.pattern for s in BUILTIN}
         self.signatures = tuple(signatures if signatures is not None else all_signatures())
         self._compiled = [re.compile(s.pattern) for s in self.signatures]

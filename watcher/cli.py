@@ -243,9 +243,9 @@ def status(config_path: str, as_json: bool) -> None:
     Example: watcher status
     """
     from watcher.evaluate import evaluate
-    from watcher.render import item_view
     from watcher.schedule import HEARTBEAT, freshness, freshness_lines
     from watcher.store import Store, utcnow
+    from watcher.views import item_view
 
     cfg = _config(config_path)
     store = Store(cfg.db_path)

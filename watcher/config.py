@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from watcher.errors import ConfigError
+from watcher.signatures import BUILTIN_IDS, Signature
 
 ITEM_KINDS = ("issue", "pull", "commits", "releases", "code")
 MATCH_SCOPES = ("subject", "message")
@@ -189,16 +190,6 @@ class Page:
     recipes: tuple[str, ...] = ()
     fragments: str | None = None  # folder of hand-written Markdown fragments
     park: Park | None = None
-
-
-@dataclass(frozen=True)
-class Signature:
-    """A failure family: a regex over log lines, and whether it means upstream, config or host."""
-
-    id: str
-    pattern: str
-    description: str = ""
-    kind: str = "upstream"  # upstream | config | environment
 
 
 @dataclass(frozen=True)
@@ -707,8 +698,6 @@ def _check_references(cfg: Config, path: Path) -> None:
     blockers = {b.id for b in cfg.blockers}
     recipes = {r.id for r in cfg.recipes}
     pages = {p.id for p in cfg.pages}
-    from watcher.signatures import BUILTIN_IDS  # late import: signatures imports config types
-
     signatures = set(BUILTIN_IDS) | {s.id for s in cfg.signatures}
 
     def check(where, key, names, known, what):

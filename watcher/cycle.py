@@ -16,8 +16,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from watcher.config import Config, Page
-from watcher.evaluate import Evaluation, evaluate, transitions
+from watcher.config import Config
+from watcher.evaluate import Evaluation, evaluate, page_subjects, transitions
 from watcher.github import GitHubClient
 from watcher.notify import notify_status, run_notify
 from watcher.poll import Observation, Poller
@@ -200,18 +200,6 @@ def record_transitions(
         since = prev.get("since") if prev.get("status") == status else at
         store.set_status(key, status, since or at, reason, at)
     return events
-
-
-def page_subjects(cfg: Config, page: Page) -> set[str]:
-    """Event subjects that belong on a page: its own, its blockers', their items', its recipes'."""
-    subjects = {page.id, *page.blockers, *page.recipes}
-    in_blockers = set()
-    for b in cfg.blockers:
-        in_blockers.update(b.items, b.watch)
-        if b.id in page.blockers:
-            subjects.update(b.items, b.watch)
-    subjects.update(i.id for i in cfg.items if i.id not in in_blockers)
-    return subjects
 
 
 def render_pages(

@@ -22,7 +22,7 @@ import httpx
 from watcher.config import Config, Recipe
 from watcher.errors import GitHubError
 from watcher.github import GitHubClient
-from watcher.render import redact
+from watcher.redact import redact
 from watcher.smoke import error_doc
 
 log = logging.getLogger("watcher.dispatch")

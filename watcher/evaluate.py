@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from watcher.config import Blocker, Config, Item, Page
-from watcher.poll import item_satisfied
+from watcher.config import Blocker, Config, Page
+from watcher.states import item_satisfied
+from watcher.views import item_phrase, project_name
 
 CLEARED = ("fix-merged", "verified")
 PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
@@ -64,6 +65,18 @@ def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def page_subjects(cfg: Config, page: Page) -> set[str]:
+    """Event subjects that belong on a page: its own, its blockers', their items', its recipes'."""
+    subjects = {page.id, *page.blockers, *page.recipes}
+    in_blockers = set()
+    for b in cfg.blockers:
+        in_blockers.update(b.items, b.watch)
+        if b.id in page.blockers:
+            subjects.update(b.items, b.watch)
+    subjects.update(i.id for i in cfg.items if i.id not in in_blockers)
+    return subjects
+
+
 def _active(until: date | None, today: date) -> bool:
     return until is None or today <= until
 
@@ -78,58 +91,6 @@ def _run_ref(run: dict[str, Any]) -> dict[str, Any]:
         "started_at": run.get("started_at"),
         "reason": run.get("reason"),
     }
-
-
-# How pages name the projects they watch; any other repository is called by its own name.
-PROJECT_NAMES = {
-    "vllm-project/vllm": "vLLM",
-    "sgl-project/sglang": "SGLang",
-    "fla-org/flash-linear-attention": "flash-linear-attention",
-    "moonshotai/flashkda": "FlashKDA",
-}
-
-
-def project_name(repo: str) -> str:
-    return PROJECT_NAMES.get(repo.lower(), repo.rsplit("/", 1)[-1])
-
-
-def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
-    """What an item's last known state means, in words: "fixed in vLLM #45295, first in v0.24.0"."""
-    row = row or {}
-    name = project_name(item.repo)
-    state = row.get("state")
-    if not state:
-        ref = f" #{item.number}" if item.number else ""
-        return f"{name}{ref} not read yet"
-    if item.kind == "pull":
-        number = item.number
-        if state == "closed" and row.get("superseded_state") == "merged":
-            number = row.get("superseded_by") or number
-        if not item_satisfied(item, row) and state != "merged":
-            sup = row.get("superseded_by")
-            via = f", superseded by #{sup} ({row.get('superseded_state')})" if sup else ""
-            return f"not fixed in {name} #{item.number} ({state}{via})"
-        release = row.get("in_release")
-        return f"fixed in {name} #{number}, " + (
-            f"first in {release}" if release else "in no release yet"
-        )
-    if item.kind == "issue":
-        return f"{name} issue #{item.number} is {state.replace('_', ' ')}"
-    if item.kind == "commits":
-        if state != "matched":
-            return f"no matching commits in {name}"
-        newest = ((row.get("details") or {}).get("commits") or [{}])[0]
-        when = f", newest on {newest['date'][:10]}" if newest.get("date") else ""
-        return f"matching commits in {name}{when}"
-    if item.kind == "code":
-        ref = ((row.get("details") or {}).get("code") or {}).get("ref") or "its ref"
-        words = {
-            "present": "the fix is in",
-            "absent": "the fix is not in",
-            "file-missing": "the checked files are missing from",
-        }
-        return f"{words.get(state, state)} {name}'s code at {ref}"
-    return f"latest {name} release: {state}"
 
 
 def hint_views(

@@ -12,7 +12,7 @@ from typing import Any
 from watcher.config import Config
 from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation
-from watcher.render import item_view
+from watcher.views import item_view
 
 
 def _runs_for(runs: list[dict[str, Any]], recipe_id: str, limit: int = 3) -> list[dict[str, Any]]:

@@ -1,10 +1,8 @@
 """Reading an item's state from GitHub.
 
-State words, exactly: pull `open`/`draft`/`merged`/`closed` (closed without merge); issue
-`open`/`completed`/`not_planned`/`closed`; commit stream `matched`/`no-match`; release stream the
-latest tag or `none`; code check `present`/`absent`/`file-missing`. Closed is not fixed: a closed PR
-is searched for a superseding merged PR, and a merged fix is located in the first release that
-contains it (compare API, never dates).
+The state words it writes, and what they mean, live in `watcher.states`. Closed is not fixed: a
+closed PR is searched for a superseding merged PR, and a merged fix is located in the first release
+that contains it (compare API, never dates).
 
 Rules must notice when they go blind: every watched path is checked against the tip of the ref it
 is read at (one tree read per repository and ref), and a commit stream either reads back to
@@ -29,9 +27,6 @@ from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
 from watcher.github import GitHubClient
 
-PULL_STATES = ("open", "draft", "merged", "closed")
-ISSUE_STATES = ("open", "completed", "not_planned", "closed")
-CODE_STATES = ("present", "absent", "file-missing")
 MAX_COMMITS_SHOWN = 20
 MAX_LINES_SHOWN = 20
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -579,7 +574,7 @@ def read_commit_stream(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every commit in the item's paths back to `since` (following Link rel="next"), unless
     `max_pages` stops a path early. Returns (commits newest first, one entry per truncated path:
-    {path, pages, oldest})."""
+    {path, pages, commits, oldest})."""
     params: dict[str, Any] = {"per_page": 100}
     if item.since:
         params["since"] = item.since
@@ -597,7 +592,9 @@ def read_commit_stream(
         while "next" in page.links:
             if item.max_pages is not None and pages >= item.max_pages:
                 oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
-                truncated.append({"path": path, "pages": pages, "oldest": oldest})
+                truncated.append(
+                    {"path": path, "pages": pages, "commits": len(batch), "oldest": oldest}
+                )
                 break
             page = client.get(page.links["next"])
             batch.extend(page.data)
@@ -617,7 +614,7 @@ def truncation_warning(item: Item, t: dict[str, Any]) -> str:
     since = f" since {item.since[:10]}" if item.since else ""
     back = f", back to {t['oldest'][:10]}" if t.get("oldest") else ""
     return (
-        f"Read only the newest {t['pages']} page(s) of commits{where} (max_pages = "
+        f"Read only the newest {t['commits']} commits{where} (max_pages = "
         f"{item.max_pages}){back}; older commits{since} were not read"
     )
 
@@ -647,20 +644,3 @@ def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str
         checked += len(item.paths)
         problems += [(item.id, dead_path_warning(item.kind, d)) for d in dead]
     return problems, checked
-
-
-def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
-    """Does this item's last known state count towards clearing a blocker?"""
-    if not row or not row.get("state"):
-        return False
-    state = row["state"]
-    if item.kind == "pull":
-        fixed = state == "merged" or (state == "closed" and row.get("superseded_state") == "merged")
-        return fixed and (row.get("in_release") is not None or not item.require_release)
-    if item.kind == "issue":
-        return state == "completed"
-    if item.kind == "commits":
-        return state == "matched"
-    if item.kind == "code":
-        return state == "present"
-    return state != "none"

@@ -21,7 +21,9 @@ import jinja2
 from markupsafe import Markup, escape
 
 from watcher.config import Config, Page
-from watcher.evaluate import Evaluation, item_phrase
+from watcher.evaluate import Evaluation
+from watcher.redact import redact
+from watcher.views import item_view
 
 KIND_WORDS = {
     "pull": "pull request",
@@ -40,10 +42,6 @@ PAGE_HEADLINES = {
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-_SECRET = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
-    r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
-)
 
 
 def package_templates() -> Path:
@@ -52,16 +50,6 @@ def package_templates() -> Path:
     if packaged.is_dir():
         return Path(str(packaged))
     return Path(__file__).resolve().parent.parent / "templates"
-
-
-def redact(text: str | None) -> str:
-    """Hide tokens: GITHUB_TOKEN's value and anything shaped like ghp_…, github_pat_…, hf_…."""
-    if not text:
-        return ""
-    token = os.environ.get("GITHUB_TOKEN")
-    if token and len(token) >= 8:
-        text = text.replace(token, "[redacted]")
-    return _SECRET.sub("[redacted]", text)
 
 
 def md_escape(text: Any, limit: int = 300) -> str:
@@ -196,58 +184,6 @@ def atomic_write(path: Path, data: str | bytes) -> bool:
 
 
 # ------------------------------------------------------------------ the status document
-
-
-def item_evidence(kind: str, details: dict[str, Any]) -> dict[str, Any]:
-    """What an item's state rests on: matching commits, or matching lines of code."""
-    if kind == "commits":
-        return {
-            "matches": list(details.get("commits") or []),
-            "match_count": details.get("matched", 0),
-        }
-    if kind == "code" and details.get("code"):
-        code = details["code"]
-        return {
-            "ref": code.get("ref"),
-            "sha": code.get("sha"),
-            "lines": list(code.get("lines") or []),
-            "line_count": code.get("line_count", 0),
-            "files_missing": list(code.get("files_missing") or []),
-            "not_found": list(code.get("not_found") or []),
-            "still_found": list(code.get("still_found") or []),
-        }
-    return {}
-
-
-def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str, Any]:
-    """One item as the status document, the pages and the site show it."""
-    item = cfg.item(item_id)
-    row = row or {}
-    details = row.get("details") or {}
-    return {
-        "id": item.id,
-        "repo": item.repo,
-        "kind": item.kind,
-        "number": item.number,
-        "label": item.label,
-        "title": row.get("title"),
-        "state": row.get("state") or "unknown",
-        "url": row.get("url") or item.html_url,
-        "superseded_by": row.get("superseded_by"),
-        "superseded_state": row.get("superseded_state"),
-        "in_release": row.get("in_release"),
-        "stale": bool(row.get("stale")) or not row,
-        "error": row.get("error"),
-        "moved_to": row.get("moved_to"),
-        "checked_at": row.get("checked_at"),
-        "changed_at": row.get("changed_at"),
-        "updated_at": row.get("updated_at"),
-        "details": details,
-        "snoozed_until": item.snooze.until.isoformat() if item.snooze else None,
-        "summary": item_phrase(item, row),
-        "warnings": list(details.get("warnings") or []),
-        "evidence": item_evidence(item.kind, details),
-    }
 
 
 def status_document(

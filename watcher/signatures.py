@@ -1,4 +1,4 @@
-"""Built-in failure signatures: ordered families, specific before generic.
+"""Failure signatures: the model and the built-in ordered families, specific before generic.
 
 Order matters: an NCCL failure can wrap "out of memory", and SGLang's advice to use
 `--mamba-scheduler-strategy extra_buffer` is a config problem, not the upstream rollback blocker.
@@ -6,7 +6,18 @@ Order matters: an NCCL failure can wrap "out of memory", and SGLang's advice to 
 
 from __future__ import annotations
 
-from watcher.config import Signature
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A failure family: a regex over log lines, and whether it means upstream, config or host."""
+
+    id: str
+    pattern: str
+    description: str = ""
+    kind: str = "upstream"  # upstream | config | environment
+
 
 BUILTIN: tuple[Signature, ...] = (
     Signature(

@@ -38,19 +38,19 @@ from markupsafe import Markup
 
 from watcher.config import Config
 from watcher.errors import WatcherError
-from watcher.evaluate import Evaluation, evaluate
+from watcher.evaluate import Evaluation, evaluate, page_subjects
+from watcher.redact import redact
 from watcher.render import (
     BLOCKER_MARKS,
     KIND_WORDS,
     PAGE_HEADLINES,
     environment,
-    item_view,
     page_context,
-    redact,
     render_page,
     status_document,
 )
 from watcher.store import Store, iso, parse_iso, utcnow
+from watcher.views import item_view
 
 FEED_LIMIT = 200  # newest events in feed.xml
 TIMELINE_LIMIT = 100  # newest events on the index
@@ -531,8 +531,6 @@ def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
     Uses the page's current version (the range of events it shows), as the cycle last rendered it,
     less the cycle's own offline note (the site says when upstream was last read instead).
     """
-    from watcher.cycle import page_subjects  # late import: cycle calls build_site
-
     items = store.items()
     runs = store.smoke_runs(limit=200)
     checked = last_checked_at(store, items)

@@ -31,7 +31,7 @@ from watcher.classify import Classifier, describe, tail
 from watcher.config import Config, Recipe
 from watcher.errors import ConfigError
 from watcher.hardware import GpuReading, check_hardware, read_gpus
-from watcher.render import redact
+from watcher.redact import redact
 from watcher.signatures import HANG, all_signatures
 from watcher.store import Store, iso, utcnow
 

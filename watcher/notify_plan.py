@@ -1,0 +1,383 @@
+"""What to say on the tracking issue, and whether to post, edit or leave a comment alone.
+
+The deciding side of notify, as pure as the evaluator: every function here takes stored state, the
+evaluation and (for the decisions) the listing of comments, and returns bodies or Actions. Nothing
+here reads the database or talks to GitHub; `notify` does both and applies what this decides.
+
+- a sticky comment is ours when it opens with its page's marker AND is by our own login (a human
+  quoting the marker is never ours), and is edited only when its content changes;
+- a transition comment whose marker is already in the thread was posted before the database knew:
+  "found", never "post again";
+- bodies are redacted once more as they leave, whatever a template override does.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from watcher.comments import Comment
+from watcher.config import Config, Page
+from watcher.evaluate import CLEARED, Evaluation
+from watcher.redact import redact
+from watcher.render import BLOCKER_MARKS, PAGE_HEADLINES, digest, environment, page_context
+from watcher.store import parse_iso
+
+STATUS_MARKER = "<!-- watcher:status page={page} -->"
+EVENT_MARKER = "<!-- watcher:event id={id} -->"
+GITHUB_BODY_LIMIT = 65_536  # GitHub refuses a comment body of this many characters or more
+MAX_BODY_CHARS = 65_000  # ours stays well under it
+EVIDENCE_LIMITS = (
+    None,
+    20_000,
+    5_000,
+    1_000,
+    200,
+    0,
+)  # evidence is cut first, and last in the body
+NOTIFY_PAGE_STATUSES = ("ready-to-test", "validated", "regressed")
+MAX_EVENT_AGE = timedelta(days=7)  # older transitions are history, not news: never announced
+
+
+def carries(comment: Comment, marker: str) -> bool:
+    """Our bodies open with their marker; a marker quoted further down (say, inside a log
+    excerpt we show) does not count."""
+    return comment.body.lstrip().split("\n", 1)[0].strip() == marker
+
+
+def same_content(a: str, b: str) -> bool:
+    """Equal apart from line endings, edge whitespace and `<!-- volatile -->` lines."""
+    return digest(a.replace("\r\n", "\n").strip()) == digest(b.replace("\r\n", "\n").strip())
+
+
+def status_marker(page_id: str) -> str:
+    return STATUS_MARKER.format(page=page_id)
+
+
+def event_marker(event_id: int) -> str:
+    return EVENT_MARKER.format(id=int(event_id))
+
+
+# ------------------------------------------------------------------ what to say
+
+
+def notified_pages(cfg: Config) -> list[Page]:
+    wanted = set(cfg.notify.pages)
+    return [p for p in cfg.pages if not wanted or p.id in wanted]
+
+
+def worth_a_comment(event: dict[str, Any]) -> bool:
+    """Page blocked → ready-to-test → validated, regressed; a cleared blocker reproducing again.
+
+    Never for a transition that only snoozed items caused.
+    """
+    old, new = event.get("old"), event.get("new")
+    if not old or old == new:
+        return False  # first sightings are not news
+    if (event.get("data") or {}).get("snoozed") or event.get("snoozed"):
+        return False  # caused only by snoozed items: the maintainers asked for quiet
+    if event["kind"] == "page":
+        return new in NOTIFY_PAGE_STATUSES
+    if event["kind"] == "blocker":
+        return new == "reproduces" and old in CLEARED
+    return False
+
+
+def event_page(cfg: Config, event: dict[str, Any]) -> Page | None:
+    """The notified page an event belongs to (a blocker's first notified page), else None."""
+    for page in notified_pages(cfg):
+        if event["kind"] == "page" and event["subject"] == page.id:
+            return page
+        if event["kind"] == "blocker" and event["subject"] in page.blockers:
+            return page
+    return None
+
+
+def cap_body(body: str, limit: int = MAX_BODY_CHARS) -> str:
+    """Last resort: cut at a line end under the limit and say so; the marker (line 1) survives."""
+    if len(body) <= limit:
+        return body
+    note = "\n\n… (truncated to fit GitHub's 65,536-character comment limit)\n"
+    cut = body[: limit - len(note)]
+    if "\n" in cut:
+        cut = cut[: cut.rindex("\n")]
+    return cut + note
+
+
+def _evidence(text: str, limit: int | None) -> str:
+    """The tail of a log excerpt (where failures show), at most `limit` characters."""
+    if limit is None or len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ""
+    return f"… ({len(text) - limit} earlier characters cut)\n" + text[-limit:]
+
+
+class Bodies:
+    """Renders comment bodies from the stored state (read once per notify run, passed in)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        ev: Evaluation,
+        items: dict[str, dict],
+        runs: list[dict[str, Any]],
+        statuses: dict[str, dict[str, Any]],
+    ):
+        self.cfg, self.ev = cfg, ev
+        self.env = environment(cfg)
+        self.items, self.runs, self.statuses = items, runs, statuses
+
+    def status(self, page: Page) -> str:
+        ctx = page_context(self.cfg, page, self.items, self.ev, self.runs, [], None, None)
+        since = (self.statuses.get(f"page:{page.id}") or {}).get("since")
+        evidence = []
+        for r in ctx["recipes"]:
+            run = r["latest_target"] or r["latest"]
+            if run and run.get("excerpt"):
+                evidence.append({"recipe": r["id"], "run": run, "text": str(run["excerpt"])})
+        template = self.env.get_template("comment_status.md.j2")
+        body = ""
+        for limit in EVIDENCE_LIMITS:
+            cut = [dict(e, text=_evidence(e["text"], limit)) for e in evidence]
+            body = _lead(
+                status_marker(page.id),
+                template.render(
+                    **ctx,
+                    marker=status_marker(page.id),
+                    since=since,
+                    evidence=[e for e in cut if e["text"]],
+                    evidence_cut=limit is not None
+                    and any(len(e["text"]) > limit for e in evidence),
+                ),
+            )
+            if len(body) <= MAX_BODY_CHARS:
+                return body
+        return cap_body(body)
+
+    def event(self, event: dict[str, Any], page: Page | None) -> str:
+        ctx: dict[str, Any] = {
+            "marker": event_marker(event["id"]),
+            "event": event,
+            "page": page,
+            "headline": PAGE_HEADLINES.get(event.get("new") or "", event.get("new")),
+            "marks": BLOCKER_MARKS,
+            "blocker": None,
+            "blockers": [],
+            "reason": None,
+        }
+        if event["kind"] == "page" and event["subject"] in self.ev.pages:
+            st = self.ev.pages[event["subject"]]
+            ctx["reason"] = st.reason if st.status == event["new"] else None
+        if event["kind"] == "blocker" and event["subject"] in self.ev.blockers:
+            b = self.cfg.blocker(event["subject"])
+            st = self.ev.blockers[b.id]
+            ctx["blocker"] = {"id": b.id, "title": b.title, "signatures": list(b.signatures)}
+            ctx["reason"] = st.reason if st.status == event["new"] else None
+        if page is not None:
+            ctx["blockers"] = [
+                {
+                    "id": b_id,
+                    "title": self.cfg.blocker(b_id).title,
+                    "status": self.ev.blockers[b_id].status,
+                    "mark": BLOCKER_MARKS[self.ev.blockers[b_id].status],
+                }
+                for b_id in page.blockers
+            ]
+        body = self.env.get_template("comment_event.md.j2").render(**ctx)
+        return cap_body(_lead(ctx["marker"], body))
+
+
+def _lead(marker: str, body: str) -> str:
+    """The marker must open the body (see `carries`) and no secret may leave in it, whatever a
+    template override does."""
+    body = redact(body).lstrip()
+    return body if body.startswith(marker) else f"{marker}\n{body}"
+
+
+def why_changed(old: str, new: str) -> str:
+    """A one-line account of what differs between two bodies, for `watcher comment --dry-run`."""
+    a = [line for line in old.splitlines() if "<!-- volatile -->" not in line]
+    b = [line for line in new.splitlines() if "<!-- volatile -->" not in line]
+    changed = [
+        line[1:].strip()
+        for line in difflib.unified_diff(a, b, lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
+    ]
+    if not changed:
+        return "content changed"
+    first = changed[0] if len(changed[0]) <= 100 else changed[0][:99] + "…"
+    return f"content changed ({len(changed)} line(s) differ, first: {first!r})"
+
+
+# ------------------------------------------------------------------ what to do
+
+
+@dataclass
+class Action:
+    """One thing notify did or would do, and why."""
+
+    what: str  # create | edit | unchanged | post | found | skip | deferred
+    target: str  # "status:<page>" or "event:<id>"
+    why: str
+    body: str | None = None
+    comment_id: int | None = None
+    done: bool = False
+    error: str | None = None
+
+    def line(self, dry_run: bool) -> str:
+        verb = {
+            "create": "would create" if dry_run else "created",
+            "edit": "would edit" if dry_run else "edited",
+            "post": "would post" if dry_run else "posted",
+            "found": "would record as already posted" if dry_run else "recorded as already posted",
+            "unchanged": "unchanged",
+            "skip": "skipped",
+            "deferred": "deferred",
+        }[self.what]
+        if self.error:
+            verb = f"FAILED to {self.what}"
+        ref = f" comment {self.comment_id}" if self.comment_id else ""
+        tail = f" — {self.error}" if self.error else ""
+        return f"{self.target}: {verb}{ref} — {self.why}{tail}"
+
+
+def pick_events(
+    cfg: Config, events: list[dict[str, Any]], after: int, now: datetime
+) -> tuple[list[dict[str, Any]], int]:
+    """Of the events after the watermark `after`: those worth a comment, and the new watermark."""
+    events = sorted(events, key=lambda e: e["id"])
+    oldest = now - MAX_EVENT_AGE
+    picked = []
+    for e in events:
+        at = parse_iso(e.get("at"))
+        if worth_a_comment(e) and event_page(cfg, e) is not None and (at is None or at >= oldest):
+            picked.append(e)
+    return picked, max([after, *(e["id"] for e in events)])
+
+
+def needs_reading(
+    rows: list[dict[str, Any]], bodies: dict[str, str], stored: dict[str, dict | None]
+) -> bool:
+    """Is the issue worth a request? Only with events to post or a status unlike our last write."""
+    return bool(rows) or any(
+        not s or not s.get("comment_id") or s.get("digest") != digest(bodies[pid])
+        for pid, s in stored.items()
+    )
+
+
+def unchanged_actions(
+    pages: list[Page], bodies: dict[str, str], stored: dict[str, dict]
+) -> list[Action]:
+    return [
+        Action(
+            "unchanged",
+            f"status:{p.id}",
+            "same content as the comment we last wrote (no request made)",
+            bodies[p.id],
+            stored[p.id]["comment_id"],
+        )
+        for p in pages
+    ]
+
+
+def deferred_actions(
+    pages: list[Page],
+    rows: list[dict[str, Any]],
+    bodies: dict[str, str],
+    why: str,
+    done: set[str] | frozenset[str] = frozenset(),
+) -> list[Action]:
+    """Everything not yet `done` waits for the next run (status comments keep their body)."""
+    out = [
+        Action("deferred", f"status:{p.id}", why, bodies[p.id])
+        for p in pages
+        if f"status:{p.id}" not in done
+    ]
+    out.extend(
+        Action("deferred", f"event:{row['event_id']}", why)
+        for row in rows
+        if f"event:{row['event_id']}" not in done
+    )
+    return out
+
+
+def event_why(row: dict[str, Any], events: dict[int, dict]) -> str:
+    e = events.get(row["event_id"])
+    what = e["message"] if e else "transition"
+    tries = f" (attempt {row['attempts'] + 1})" if row.get("attempts") else ""
+    return f"{what}{tries}"
+
+
+def unread_actions(
+    pages: list[Page],
+    stored: dict[str, dict | None],
+    bodies: dict[str, str],
+    rows: list[dict[str, Any]],
+    events: dict[int, dict],
+    why: str,
+    dry_run: bool,
+) -> list[Action]:
+    """What we would do without reading the issue (no token, no repo): a dry run says it, a real
+    run defers it."""
+    out = []
+    for p in pages:
+        s = stored[p.id]
+        what = "create" if not s or not s.get("comment_id") else "edit"
+        what = what if dry_run else "deferred"
+        out.append(
+            Action(what, f"status:{p.id}", f"content differs from our record; {why}", bodies[p.id])
+        )
+    out.extend(
+        Action(
+            "post" if dry_run else "deferred",
+            f"event:{row['event_id']}",
+            event_why(row, events),
+            row["body"],
+        )
+        for row in rows
+    )
+    return out
+
+
+def our_comments(comments: list[Comment], login: str) -> tuple[list[Comment], str]:
+    """Our comments in the thread, and a note of what was searched (others quoting a marker)."""
+    mine = [c for c in comments if c.login == login]
+    quoted_by_others = {c.id for c in comments if c.login != login and "<!-- watcher:" in c.body}
+    searched = f"{len(comments)} comments searched"
+    if quoted_by_others:
+        searched += f"; {len(quoted_by_others)} by others carrying a watcher marker ignored"
+    return mine, searched
+
+
+def sticky_action(
+    page_id: str, body: str, mine: list[Comment], login: str, searched: str
+) -> tuple[Action, Comment | None]:
+    """Create, edit or leave the page's status comment; with the comment of ours it found."""
+    marker = status_marker(page_id)
+    target = f"status:{page_id}"
+    found = next((c for c in mine if carries(c, marker)), None)
+    if found is None:
+        why = f"no comment by @{login} carries {marker} ({searched})"
+        return Action("create", target, why, body), None
+    if same_content(found.body, body):
+        return Action("unchanged", target, "content unchanged", body, found.id), found
+    return Action("edit", target, why_changed(found.body, body), body, found.id), found
+
+
+def event_action(
+    row: dict[str, Any], mine: list[Comment], login: str, why: str
+) -> tuple[Action, Comment | None]:
+    """Post a transition comment, or record it as posted when its marker is already ours."""
+    marker = row["marker"]
+    target = f"event:{row['event_id']}"
+    found = next((c for c in mine if carries(c, marker)), None)
+    if found is None:
+        return Action("post", target, why, row["body"]), None
+    why_found = (
+        f"a comment by @{login} already carries {marker} (posted before the database "
+        "recorded it); not posting again"
+    )
+    return Action("found", target, why_found, row["body"], found.id), found
