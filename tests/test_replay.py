@@ -4,8 +4,11 @@ cannot answer (unknown is not missing). Facts checked here are from the real ups
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 
 import pytest
+from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
 from watcher.errors import GitHubError
 from watcher.fakes.history import default_history, parse_time
@@ -188,3 +191,30 @@ def test_compare_by_ancestry_and_503_for_unrecorded_commits(at_cut):
     with client(at_cut) as c:
         assert c.get_json(f"/repos/{SGL}/compare/v0.5.6...main")["status"] == "ahead"
     assert status_of(at_cut, f"/repos/{SGL}/compare/v0.5.9...main") == 503  # release branch
+
+
+def test_answers_keep_githubs_shapes(at_cut, in_march):
+    """The replay's own answers (trees) and the fake's, filled from the record, match GitHub's
+    OpenAPI description (the subset kept in tests/github-api)."""
+    path = Path(__file__).resolve().parent / "github-api" / "openapi-subset.json"
+    operations = json.loads(path.read_text())["operations"]
+
+    def check(operation: str, data: object) -> None:
+        schema = operations[operation]["responses"]["200"]["content"]["application/json"]["schema"]
+        validator = OAS30Validator(schema, format_checker=oas30_format_checker)
+        errors = [
+            f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator.iter_errors(data)
+        ]
+        assert not errors, f"{operation}:\n" + "\n".join(errors[:5])
+
+    repo = "/repos/{owner}/{repo}"
+    with client(at_cut) as c:
+        check(f"GET {repo}/git/trees/{{tree_sha}}", c.get_json(f"/repos/{SGL}/git/trees/main"))
+        check(f"GET {repo}/contents/{{path}}", c.get_json(f"/repos/{SGL}/contents/{MARLIN_UTILS}"))
+        listed = c.get_json(f"/repos/{SGL}/commits", {"path": MARLIN_UTILS, "per_page": 2})
+        check(f"GET {repo}/commits", listed)
+        check(f"GET {repo}/compare/{{basehead}}", c.get_json(f"/repos/{FLA}/compare/v0.4.1...main"))
+        check(f"GET {repo}/releases/latest", c.get_json(f"/repos/{SGL}/releases/latest"))
+    with client(in_march) as c:
+        early = c.get_json(f"/repos/{SGL}/git/trees/main", {"recursive": "1"})
+    check(f"GET {repo}/git/trees/{{tree_sha}}", early)
