@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from watcher.config import parse_config  # noqa: E402
 from watcher.cycle import run_cycle  # noqa: E402
-from watcher.fakegithub import FakeGitHub  # noqa: E402
+from watcher.fakes.github import FakeGitHub  # noqa: E402
 from watcher.github import GitHubClient  # noqa: E402
 
 REPO = "bench-org/engine"

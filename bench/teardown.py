@@ -34,7 +34,7 @@ def free_port() -> int:
 def start(mode: str, children: int) -> subprocess.Popen:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "watcher.fakeengine", "--port", str(port), "--mode", mode,
+        [sys.executable, "-m", "watcher.fakes.engine", "--port", str(port), "--mode", mode,
          "--children", str(children), "--ready-delay", "0"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip

@@ -2,7 +2,7 @@
 
 import pytest
 
-from watcher.fakegithub import FakeGitHub
+from watcher.fakes.github import FakeGitHub
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ def toml_list(values: list[str]) -> str:
 
 
 def engine_command(*extra: str) -> list[str]:
-    return [sys.executable, "-m", "watcher.fakeengine", "--port", "{port}", *extra]
+    return [sys.executable, "-m", "watcher.fakes.engine", "--port", "{port}", *extra]
 
 
 def write_config(

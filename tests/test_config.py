@@ -247,3 +247,96 @@ def test_init_writes_default_and_never_overwrites(tmp_path):
     r = runner.invoke(cli, ["init", str(tmp_path / "w")])
     assert r.exit_code == 1 and "already exists" in r.output
     assert parse_config(written, tmp_path / "w" / "watch.toml").pages[0].id == "sglang"
+
+
+# ---------------------------------------------------------------- what a config may point at
+
+
+def page(output: str, extra: str = "") -> str:
+    return MINIMAL + f'[[page]]\nid = "p"\ntitle = "P"\noutput = "{output}"\n{extra}'
+
+
+@pytest.mark.parametrize(
+    ("output", "why"),
+    [
+        ("../../elsewhere.md", "not a file inside the config's folder"),
+        ("/tmp/elsewhere.md", "not a file inside the config's folder"),
+        (".", "not a file inside the config's folder"),
+        ("watch.toml", "is the config file itself"),
+        ("./sub/../watch.toml", "is the config file itself"),
+        ("data/watcher.db", "lies in the data folder"),
+        ("data", "lies in the data folder"),
+        ("site/index.html", "lies in the site folder"),
+        ("templates/page.md.j2", "lies in the templates folder"),
+        ("fragments/intro.md", "lies in the fragments folder of page p"),
+    ],
+)
+def test_page_output_stays_in_the_config_folder_and_off_what_watcher_keeps(tmp_path, output, why):
+    msg = error_of(page(output, 'fragments = "fragments"\n'), tmp_path)
+    assert "[page.p] key 'output'" in msg and why in msg, msg
+
+
+def test_page_output_through_a_symlink_onto_the_database_is_refused(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "watcher.db").write_bytes(b"SQLite format 3\0")
+    (tmp_path / "ENGINE.md").symlink_to(tmp_path / "data" / "watcher.db")
+    msg = error_of(page("ENGINE.md"), tmp_path)
+    assert "lies in the data folder" in msg
+
+
+def test_cli_validate_names_the_output_key(tmp_path):
+    path = tmp_path / "watch.toml"
+    path.write_text(page("../outside.md"))
+    out = subprocess.run(
+        [sys.executable, "-m", "watcher", "validate", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "[page.p] key 'output'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_fragment_symlink_out_of_the_config_folder_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("root:x:0:0")
+    base = tmp_path / "cfg"
+    (base / "fragments").mkdir(parents=True)
+    (base / "fragments" / "intro.md").symlink_to(secret)
+    path = base / "watch.toml"
+    path.write_text(page("P.md", 'fragments = "fragments"\n'))
+    with pytest.raises(ConfigError, match=r"\[page.p\] key 'fragments': .*intro.md: links to"):
+        load_config(path)
+    (base / "fragments" / "intro.md").unlink()
+    (base / "fragments" / "intro.md").mkdir()  # not a regular file either
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_config(path)
+    (base / "fragments" / "intro.md").rmdir()
+    (base / "fragments" / "intro.md").symlink_to(base / "own.md")  # a link inside is fine
+    (base / "own.md").write_text("hello")
+    assert load_config(path).pages[0].fragments == "fragments"
+
+
+def test_fragments_folder_outside_is_refused(tmp_path):
+    msg = error_of(page("P.md", 'fragments = "/etc"\n'), tmp_path)
+    assert "[page.p] key 'fragments'" in msg and "outside" in msg
+
+
+def test_template_symlink_out_of_the_config_folder_is_refused(tmp_path):
+    (tmp_path / "secret").write_text("root:x:0:0")
+    base = tmp_path / "cfg"
+    (base / "templates").mkdir(parents=True)
+    (base / "templates" / "page.md.j2").symlink_to(tmp_path / "secret")
+    path = base / "watch.toml"
+    path.write_text(page("P.md"))
+    with pytest.raises(ConfigError, match=r"template .*page.md.j2: links to"):
+        load_config(path)
+    (base / "templates" / "page.md.j2").unlink()
+    (base / "templates" / "sub").symlink_to(tmp_path)  # a linked folder that leaves
+    with pytest.raises(ConfigError, match=r"template .*sub: links to"):
+        load_config(path)
+    msg = error_of(page("P.md", 'template = "../secret"\n'), tmp_path)
+    assert "[page.p] key 'template'" in msg

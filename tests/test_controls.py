@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.cycle import run_cycle
-from watcher.fakegithub import FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 

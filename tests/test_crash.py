@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.fakegithub import FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 TRIALS = int(os.environ.get("WATCHER_CRASH_TRIALS", "50"))

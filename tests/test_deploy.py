@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.errors import LockBusy
-from watcher.fakegithub import FakeGitHub
+from watcher.fakes.github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.fakegithub import FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -209,3 +209,13 @@ def test_pure_and_transitions(cfg):
         ("blocker:marlin-pad", "blocked", "fix-merged"),
         ("page:sglang", "blocked", "ready-to-test"),
     ]
+
+
+@pytest.mark.parametrize("outcome", ["started", "interrupted", "skipped"])
+def test_runs_without_a_verdict_never_count(cfg, outcome):
+    """A run still going, one whose watcher died, or one that never ran: no verdict either way."""
+    older = run("sglang-nospec-tp1", "passed")
+    newer = run("sglang-nospec-tp1", outcome, started="2026-11-29T11:00:00Z")
+    ev = evaluate(cfg, {}, [older, newer], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "verified"
+    assert ev.pages["sglang"].status == "validated"

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from smokekit import A10, RTX3090, engine_command, fake_nvidia_smi, with_path, write_config
 
 from watcher.cli import cli
-from watcher.config import Hardware
+from watcher.config import Hardware, load_config
 from watcher.hardware import (
     Gpu,
     GpuReading,
@@ -16,6 +16,7 @@ from watcher.hardware import (
     parse_nvidia_smi,
     read_gpus,
 )
+from watcher.smoke import run_recipe
 
 
 @pytest.fixture
@@ -124,3 +125,21 @@ def test_smoke_on_a10_is_skipped_unless_any_hardware(smi, tmp_path):
         {"name": "NVIDIA A10", "memory_mib": 23028, "compute_capability": "8.6"}
     ]
     assert "off-target" in doc["reason"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["NVIDIA A10", "NVIDIA RTX A5000", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090"],
+)
+def test_gate_rejects_a_24_gib_card_that_only_differs_by_name(tmp_path, name):
+    """Memory, count and compute capability all fit; only the name says it is not a 3090."""
+    reading = GpuReading((Gpu(name, 24576, "8.6"),), "nvml")
+    gate = check_hardware(Hardware(), reading)
+    assert not gate.matches_target and "not the target hardware" in gate.reason
+    cfg = load_config(write_config(tmp_path, engine_command()))
+    doc = run_recipe(cfg, cfg.recipes[0], reading=reading)
+    assert doc["outcome"] == "skipped"
+    assert doc["log_path"] is None  # nothing was launched
+    assert check_hardware(
+        Hardware(), GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
+    ).matches_target

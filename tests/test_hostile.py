@@ -9,7 +9,8 @@ from pathlib import Path
 
 from watcher.config import load_config
 from watcher.cycle import run_cycle
-from watcher.fakegithub import FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import real_threads
 from watcher.github import GitHubClient
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,7 +1,8 @@
 """No import circles between watcher's modules, read from the source with `ast` (nothing imported).
 
 Every import statement counts, wherever it sits: at the top, inside a function (a lazy import), or
-under an `if`. A lazy import can delay the moment a circle bites, but the two modules still cannot
+under an `if` — except `if TYPE_CHECKING:` blocks, which only name types for annotations and
+never run. A lazy import can delay the moment a circle bites, but the two modules still cannot
 be read, tested or moved apart, so a circle hidden in a function is still a circle. Lazy imports
 remain fine for cost (an optional or heavy dependency, a command's own modules in the CLI) as long
 as they point down the loop, never back up.
@@ -45,11 +46,35 @@ def _targets(node: ast.AST, here: str, is_package: bool, known: set[str]) -> set
     out = set()
     for name in names:
         parts = name.split(".")
-        # importing a.b.c runs a, a.b and a.b.c; the package's bare __init__ has no imports
+        # importing a.b.c runs a, a.b and a.b.c; the package's bare __init__ has no imports.
+        # A module's own ancestor packages already ran before it did, so passing through them
+        # on the way to a sibling is no edge; naming the ancestor itself (its __init__'s names) is.
         for i in range(2, len(parts) + 1):
-            if ".".join(parts[:i]) in known:
-                out.add(".".join(parts[:i]))
+            prefix = ".".join(parts[:i])
+            if prefix != name and here.startswith(prefix + "."):
+                continue
+            if prefix in known:
+                out.add(prefix)
     return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under `if TYPE_CHECKING:` (annotations only: never executed)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                todo.extend(child.orelse)
+                continue
+            todo.append(child)
 
 
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
@@ -61,7 +86,7 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         edges = set()
-        for node in ast.walk(tree):
+        for node in _runtime_nodes(tree):
             edges |= _targets(node, name, is_package, known)
         graph[name] = edges - {name}
     return graph

@@ -274,6 +274,42 @@ def test_a_human_quoting_our_marker_is_not_ours(gh, cfg):
     assert not any(w.path.endswith(str(human["id"])) for w in writes(gh))
 
 
+def test_another_login_with_our_exact_marker_is_not_ours(gh, cfg):
+    """Only the author tells ours apart when someone else's first line is our exact marker."""
+    sticky_body = f"{status_marker('eng')}\n### Status: validated (trust me)"
+    sticky_forgery = gh.add_comment(DOCS, ISSUE, body=sticky_body, user="mallory")
+    clock = FakeClock()
+    cycle(cfg, clock, 0)
+    comments = {c["id"]: c for c in gh.comments(DOCS, ISSUE)}
+    assert comments[sticky_forgery["id"]]["body"] == sticky_body  # never edited
+    assert not any(w.path.endswith(str(sticky_forgery["id"])) for w in writes(gh))
+    assert len(ours(gh, status_marker("eng"))) == 1  # our own sticky was created
+
+    gh.update("up/engine", 5, merged=True)
+    run_cycle(cfg, now=T0.replace(minute=30), notify_kw={"api": _Unreachable()}, no_smoke=True)
+    store = Store(cfg.db_path)
+    try:
+        (pending,) = store.outbox(("pending", "failed"))
+    finally:
+        store.close()
+    event_id = pending["event_id"]
+    event_body = f"{event_marker(event_id)}\nforged: already posted"
+    event_forgery = gh.add_comment(DOCS, ISSUE, body=event_body, user="mallory")
+    gh.reset_requests()
+    result = CliRunner().invoke(cli, ["comment", "--config", str(cfg.path)])
+    assert result.exit_code == 0, result.output
+    assert "recorded as already posted" not in result.output
+    (posted,) = ours(gh, event_marker(event_id))
+    assert posted["id"] != event_forgery["id"]
+    assert {c["id"]: c for c in gh.comments(DOCS, ISSUE)}[event_forgery["id"]]["body"] == event_body
+    store = Store(cfg.db_path)
+    try:
+        row = [r for r in store.outbox() if r["event_id"] == event_id][0]
+    finally:
+        store.close()
+    assert row["state"] == "posted" and row["comment_id"] == posted["id"] and not row["found"]
+
+
 def test_killed_after_post_then_rerun_posts_exactly_once(gh, cfg, tmp_path):
     """SIGKILL between the POST's answer and the database commit; the rerun must not repost."""
     clock = FakeClock()

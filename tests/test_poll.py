@@ -8,7 +8,7 @@ import pytest
 
 from watcher.config import parse_config
 from watcher.cycle import run_cycle
-from watcher.fakegithub import FakeGitHub
+from watcher.fakes.github import FakeGitHub
 from watcher.github import GitHubClient
 from watcher.poll import Poller
 from watcher.store import Store

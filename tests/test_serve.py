@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from watcher import schedule
 from watcher.cli import cli
 from watcher.config import load_config
 from watcher.errors import LockBusy, WatcherError
-from watcher.fakegithub import FakeGitHub
+from watcher.fakes.github import FakeGitHub
 from watcher.lock import cycle_lock, lock_path, read_holder
 from watcher.schedule import Service
 
@@ -376,16 +379,40 @@ def test_the_schedule_follows_the_config(tmp_path):
     assert job.func == service._tick
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
 def test_a_lock_file_we_may_not_write_still_locks(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    lock_path(data).write_text("")
-    lock_path(data).chmod(0o444)
-    with cycle_lock(data, 0, "first"):
-        with pytest.raises(LockBusy, match="pid unknown"):
-            with cycle_lock(data, 0, "second"):
-                pass
+    """Run in a forked child that may not write the lock file: as root (how CI runs) the child
+    drops to `nobody`, since root may write any file; otherwise the file is made read-only."""
+    data = Path(tempfile.mkdtemp(prefix="watcher-ro-lock-"))
+    try:
+        data.chmod(0o755)
+        lock_path(data).write_text("")
+        lock_path(data).chmod(0o444 if os.geteuid() else 0o644)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 3
+            try:
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                with open(lock_path(data), "a"):
+                    pass
+            except PermissionError:  # as it should: the file is not ours to write
+                try:
+                    with cycle_lock(data, 0, "first"):
+                        try:
+                            with cycle_lock(data, 0, "second"):
+                                code = 1  # both got the lock
+                        except LockBusy as e:
+                            code = 0 if "pid unknown" in str(e) else 2
+                except BaseException:
+                    code = 4
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def test_an_unusable_data_folder_is_a_clear_error(tmp_path):
@@ -416,3 +443,41 @@ def test_status_tells_a_killed_serve_from_a_running_one(gh, tmp_path):
         proc.communicate()
     killed = CliRunner().invoke(cli, ["status", "--config", str(config)])
     assert f"serve: pid {proc.pid} is gone without stopping (killed or crashed?)" in killed.stdout
+
+
+def test_a_clock_stepped_back_moves_the_next_cycle_with_it(tmp_path, monkeypatch):
+    """APScheduler plans in wall-clock time; serve keeps the interval a monotonic one."""
+    monkeypatch.setattr(schedule, "CLOCK_CHECK_S", 0.05)
+    service = Service(load_config(write_config(tmp_path, interval="1h")))
+    offset = [0.0]
+    service.wall = lambda: time.time() - offset[0]
+    scheduler = service.build_scheduler()
+    service._scheduler = scheduler
+    scheduler.start(paused=True)
+    try:
+        planned = datetime.now(UTC) + timedelta(minutes=30)
+        scheduler.get_job("cycle").modify(next_run_time=planned)
+        watcher = threading.Thread(target=service._watch_the_clock)
+        watcher.start()
+        time.sleep(0.2)
+        offset[0] = 3600.0  # the wall clock steps back an hour
+        deadline = time.monotonic() + 5
+        while scheduler.get_job("cycle").next_run_time == planned and time.monotonic() < deadline:
+            time.sleep(0.02)
+        service.stop.set()
+        watcher.join(timeout=5)
+        moved = scheduler.get_job("cycle").next_run_time
+        assert abs((planned - moved).total_seconds() - 3600) < 5, moved
+    finally:
+        service.stop.set()
+        scheduler.shutdown(wait=False)
+
+
+def test_status_never_calls_a_future_stamp_stale_or_negative(tmp_path):
+    cfg = load_config(write_config(tmp_path, interval="30m"))
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    future = {"finished_at": "2026-01-01T05:00:00Z"}  # written before the clock stepped back
+    f = schedule.freshness(cfg, future, None, now)
+    assert f["age_s"] == 0 and f["stale"] is False
+    assert f["last_checked"] == "2026-01-01T05:00:00Z"
+    assert f["stale_at"] == "2026-01-01T01:30:00Z"

@@ -5,8 +5,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from smokekit import (
@@ -16,15 +18,19 @@ from smokekit import (
     engine_command,
     fake_docker,
     fake_nvidia_smi,
+    free_port,
     group_members,
     with_path,
     write_config,
 )
 from test_classify import FAMILIES, MARLIN
 
+from watcher import smoke
 from watcher.cli import cli
 from watcher.config import load_config
+from watcher.errors import ConfigError
 from watcher.hardware import Gpu, GpuReading
+from watcher.schedule import locked_cycle
 from watcher.smoke import accept_from_metrics, build_argv, parse_metrics, run_recipe
 from watcher.store import Store
 
@@ -273,9 +279,10 @@ def test_docker_container_is_named_and_removed(tmp_path, monkeypatch):
         tmp_path,
         [
             "docker", "run", "--rm", "--gpus", "all", "-p", "{port}:{port}", "fake/sglang:latest",
-            "python", "-m", "watcher.fakeengine", "--port", "{port}", "--ready-delay", "0.3",
+            "python", "-m", "watcher.fakes.engine", "--port", "{port}", "--ready-delay", "0.3",
             "--pid-file", str(pid_file),
         ],
+        extra=f'FAKE_DOCKER_STATE = "{state}"',  # the engine's environment is scrubbed
     )  # fmt: skip
     _, doc = run(cfg_path)
     assert doc["outcome"] == "passed", doc["reason"]
@@ -365,3 +372,303 @@ def test_sigterm_to_watcher_still_tears_the_run_down(tmp_path):
     out, err = watcher.communicate(timeout=30)
     assert watcher.returncode != 0
     assert [p for p in pids if alive(p)] == [], err
+
+
+# ---------------------------------------------------------------- hardening (issue 12)
+
+
+def _dump_env_then_serve(env_file):
+    """An engine that writes its whole environment to `env_file`, then serves (exec)."""
+    code = (
+        "import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], 'w'));"
+        "os.execv(sys.executable, [sys.executable, '-m', 'watcher.fakes.engine', '--port',"
+        " sys.argv[2], '--ready-delay', '0.2'])"
+    )
+    return [sys.executable, "-c", code, str(env_file), "{port}"]
+
+
+def test_engine_gets_a_scrubbed_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "s" * 36)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    monkeypatch.setenv("NVIDIA_VISIBLE_DEVICES", "0")
+    monkeypatch.setenv("NVIDIA_API_KEY", "nvapi-secret")
+    env_file = tmp_path / "env.json"
+    cfg_path = write_config(tmp_path, _dump_env_then_serve(env_file), extra='MY_FLAG = "1"')
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    env = json.loads(env_file.read_text())
+    for secret in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "NVIDIA_API_KEY"):
+        assert secret not in env
+    assert env["MY_FLAG"] == "1" and env["PYTHONPATH"] == str(REPO)  # the recipe's env table
+    assert env["PATH"] == os.environ["PATH"] and env["NVIDIA_VISIBLE_DEVICES"] == "0"
+    assert env["WATCHER_SMOKE_RUN"] == doc["run_id"]
+
+
+def test_pass_env_names_what_the_engine_may_inherit(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_passed_on_purpose")
+    monkeypatch.setenv("OTHER_TOKEN", "not-passed")
+    cfg_path = write_config(tmp_path, engine_command())
+    text = cfg_path.read_text().replace(
+        "[recipe.hardware]", 'pass_env = ["HF_TOKEN", "UNSET_NAME"]\n\n[recipe.hardware]'
+    )
+    cfg_path.write_text(text)
+    recipe = load_config(cfg_path).recipes[0]
+    env = smoke.engine_env(recipe, "r-1")
+    assert env["HF_TOKEN"] == "hf_passed_on_purpose"
+    assert "OTHER_TOKEN" not in env and "UNSET_NAME" not in env
+    cfg_path.write_text(text.replace('"UNSET_NAME"', '"BAD NAME"'))
+    with pytest.raises(ConfigError, match=r"key 'pass_env': 'BAD NAME' is not"):
+        load_config(cfg_path)
+
+
+def _serve_foreign(port):
+    """Another process's engine on `port` (answers every probe, would pass)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "watcher.fakes.engine", "--port", str(port), "--ready-delay", "0"],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the foreign server did not start")
+
+
+def test_port_in_use_is_not_launched_and_never_passes(tmp_path):
+    port = free_port()
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path, engine_command("--ready-delay", "0.2", "--pid-file", str(pid_file)), port=port
+    )
+    foreign = _serve_foreign(port)
+    try:
+        _, doc = run(cfg_path)
+    finally:
+        foreign.kill()
+        foreign.wait()
+    assert doc["outcome"] == "error", doc["reason"]
+    assert doc["signature"] == "port-in-use"
+    assert "not launched" in doc["reason"] and f"127.0.0.1:{port}" in doc["reason"]
+    assert not pid_file.exists()  # the engine never started
+
+
+def test_a_server_that_is_not_ours_is_never_probed(tmp_path):
+    """The port was free at launch; then another process took it while ours never bound."""
+    port = free_port()
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--mode", "hang", "--pid-file", str(pid_file)),
+        port=port,
+        startup_timeout=30,
+    )
+    foreign = []
+
+    def take_the_port():
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        foreign.append(_serve_foreign(port))
+
+    thread = threading.Thread(target=take_the_port)
+    thread.start()
+    try:
+        _, doc = run(cfg_path)
+    finally:
+        thread.join()
+        for p in foreign:
+            p.kill()
+            p.wait()
+    assert doc["outcome"] == "error", doc["reason"]
+    assert doc["signature"] == "port-in-use"
+    assert "not the engine watcher launched" in doc["reason"]
+    assert doc["metrics"]["ttft_s"] is None  # not probed
+
+
+DAEMONIZE = """
+import os, sys, time
+pid_file, port = sys.argv[1], sys.argv[2]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        fd = os.open(os.devnull, os.O_RDWR)
+        for n in (0, 1, 2):
+            os.dup2(fd, n)
+        with open(pid_file, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        # a clean environment: not even watcher's run marker survives, only the subreaper finds it
+        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], {})
+    os._exit(0)
+os.execv(sys.executable, [sys.executable, "-m", "watcher.fakes.engine", "--port", port,
+                          "--ready-delay", "0.5"])
+"""
+
+
+def test_a_double_forked_setsid_survivor_is_found_and_killed(tmp_path):
+    pid_file = tmp_path / "daemon.pid"
+    cfg_path = write_config(
+        tmp_path, [sys.executable, "-c", DAEMONIZE, str(pid_file), "{port}"], stop_timeout=1
+    )
+    _, doc = run(cfg_path)
+    daemons = pids_from(pid_file)
+    try:
+        assert len(daemons) == 1
+        assert doc["outcome"] == "passed", doc["reason"]
+        assert not alive(daemons[0])
+        assert doc["teardown"]["escaped"] == [f"pid {daemons[0]}"]
+        assert doc["teardown"]["leftovers"] == []
+        assert "had left the run's session" in doc["reason"]
+    finally:
+        for pid in daemons:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_killed_watcher_leaves_a_started_run_that_the_next_start_cleans_up(tmp_path):
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--mode", "hang", "--children", "2", "--pid-file", str(pid_file)),
+        startup_timeout=120,
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH="/usr/bin:/bin")
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--any-hardware", "--run-id", "r-killed"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while len(pids_from(pid_file)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = pids_from(pid_file)
+    try:
+        assert len(pids) == 3
+        watcher.kill()
+        watcher.wait()
+        assert all(alive(p) for p in pids)  # SIGKILL: no teardown ran
+        cfg = load_config(cfg_path)
+        store = Store(cfg.db_path)
+        try:
+            (row,) = store.smoke_runs()
+            assert row["outcome"] == "started" and row["run_id"] == "r-killed"
+            assert store.count_smoke_runs_since("2000-01-01T00:00:00Z") == 1  # charged
+            locked_cycle(cfg, "check-now", cycle=lambda cfg, **kw: "cycle ran")
+            (row,) = store.smoke_runs()
+            assert row["outcome"] == "interrupted", row
+            assert "stopped 3 process(es)" in row["reason"]
+            assert row["hardware"]["matches_target"] is False  # validates nothing
+            assert store.count_smoke_runs_since("2000-01-01T00:00:00Z") == 1
+            (event,) = store.events()
+            assert event["kind"] == "smoke" and event["new"] == "interrupted"
+        finally:
+            store.close()
+        assert [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_live_run_is_not_taken_for_an_interrupted_one(tmp_path):
+    cfg_path = write_config(tmp_path, engine_command())
+    cfg = load_config(cfg_path)
+    doc = smoke.base_doc(cfg.recipes[0], "r-live")
+    smoke.mark_started(cfg, doc)  # by this very process, which is alive
+    store = Store(cfg.db_path)
+    try:
+        assert smoke.recover_interrupted(cfg, store) == []
+        assert store.smoke_runs()[0]["outcome"] == "started"
+    finally:
+        store.close()
+
+
+FLOOD = """
+import sys
+junk = ("x" * 99 + "\\n") * 10000  # 1 MB
+for _ in range(3):
+    sys.stdout.write(junk)
+print("RuntimeError: size_n = 96 is not divisible by tile_n_size = 64", flush=True)
+for _ in range(3):
+    sys.stdout.write(junk)
+sys.stdout.flush()
+sys.exit(1)
+"""
+
+
+def test_a_flood_of_output_is_capped_and_the_failure_still_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(smoke, "LOG_HEAD_BYTES", 64 << 10, raising=False)
+    monkeypatch.setattr(smoke, "LOG_TAIL_BYTES", 128 << 10, raising=False)
+    cfg_path = write_config(tmp_path, [sys.executable, "-c", FLOOD, "{port}"])
+    _, doc = run(cfg_path)
+    log_file = tmp_path / "data" / "smoke" / f"{doc['run_id']}.log"
+    size = log_file.stat().st_size
+    assert size < 300 << 10, size  # 6 MB of output, a few hundred KB kept
+    text = log_file.read_text()
+    assert text.startswith(f"# watcher smoke run {doc['run_id']}")
+    assert "bytes of output cut here" in text
+    assert text.rstrip().endswith("x" * 99)  # the tail is the output's end
+    assert doc["outcome"] == "failed"
+    assert doc["signature"] == "marlin-tile-n", doc["reason"]
+    assert doc["blockers_reproduced"] == ["marlin-pad"]
+
+
+def test_the_next_start_removes_the_container_a_killed_watcher_left(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_docker(bin_dir)
+    state = tmp_path / "docker-state"
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        [
+            "docker", "run", "--rm", "-p", "{port}:{port}", "fake/sglang:latest",
+            "python", "-m", "watcher.fakes.engine", "--port", "{port}", "--mode", "hang",
+            "--pid-file", str(pid_file),
+        ],
+        startup_timeout=120,
+        extra=f'FAKE_DOCKER_STATE = "{state}"',
+    )  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=f"{bin_dir}:/usr/bin:/bin")
+    env["FAKE_DOCKER_STATE"] = str(state)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--any-hardware", "--run-id", "r-docker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while not pids_from(pid_file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = pids_from(pid_file)
+    try:
+        assert len(pids) == 1
+        watcher.kill()
+        watcher.wait()
+        assert (state / "watcher-r-docker").exists()  # the "container" outlived watcher
+        with_path(monkeypatch, bin_dir)
+        monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+        cfg = load_config(cfg_path)
+        locked_cycle(cfg, "check-now", cycle=lambda cfg, **kw: None)
+        calls = [json.loads(x) for x in (state / "calls.jsonl").read_text().splitlines()]
+        assert ["rm", "-f", "watcher-r-docker"] in calls
+        assert not (state / "watcher-r-docker").exists()
+        store = Store(cfg.db_path)
+        try:
+            (row,) = store.smoke_runs()
+        finally:
+            store.close()
+        assert row["outcome"] == "interrupted"
+        assert "container watcher-r-docker removed" in row["reason"], row["reason"]
+        assert [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

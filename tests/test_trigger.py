@@ -461,3 +461,29 @@ def test_check_now_cli_prints_the_run_it_made(tmp_path, fake_github, monkeypatch
     assert lines[1].startswith("smoke r1-") and ": passed — passed: ready in" in lines[1]
     again = CliRunner().invoke(cli, ["check-now", "--config", str(cfg.path), "--no-smoke"])
     assert "smoke " not in again.stdout
+
+
+def test_clock_stepped_back_does_not_starve_the_budget(tmp_path, store):
+    """Runs stamped days ahead of now (the clock has since stepped back) cannot be placed in time:
+    they are not charged to today's budget; a run a few minutes ahead still is."""
+    cfg = make_cfg(tmp_path, smoke="")
+    calls = []
+
+    def runner(cfg, recipe, run_id):
+        calls.append(run_id)
+        return run_doc(run_id, outcome="failed", started=NOW)
+
+    for n in range(3):
+        store.add_smoke_run(run_doc(f"future-{n}", started=NOW + timedelta(days=3, hours=n)))
+    ev = evaluate(cfg, {}, [], {}, NOW)
+    docs, _ = run_triggers(
+        cfg, store, ev, [item_event("fix-pr")], NOW, cycle_id=None, at=iso(NOW), runner=runner
+    )
+    assert len(calls) == 1 and len(docs) == 1
+    store.add_smoke_run(run_doc("skew", started=NOW + timedelta(minutes=2)))
+    store.add_smoke_run(run_doc("skew2", started=NOW + timedelta(minutes=3)))
+    calls.clear()
+    docs, _ = run_triggers(
+        cfg, store, ev, [item_event("fix-pr")], NOW, cycle_id=None, at=iso(NOW), runner=runner
+    )
+    assert calls == []  # the two runs a few minutes ahead (and the one above) fill the budget

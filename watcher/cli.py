@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import re
@@ -33,11 +34,56 @@ def _setup_logging(verbose: int) -> None:
 
 
 def _config(path: str) -> Config:
-    return load_config(Path(path))
+    cfg = load_config(Path(path))
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta["watcher.config"] = cfg  # shared by every context: the error handler names files
+    return cfg
+
+
+_DISK_HINTS = {
+    errno.ENOSPC: "the disk is full: free some space and run it again",
+    errno.EDQUOT: "the disk quota is used up: free some space and run it again",
+    errno.EROFS: "the file system is read-only: point data_dir/site_dir at a writable folder",
+    errno.EACCES: "permission denied: check who owns the data and site folders",
+    errno.EPERM: "permission denied: check who owns the data and site folders",
+}
+
+
+def _disk_error(e: OSError) -> str:
+    where = f"{e.filename}: " if e.filename else ""
+    hint = _DISK_HINTS.get(e.errno or 0, "")
+    return f"{where}{e.strerror or e}" + (f" ({hint})" if hint else "")
+
+
+def _database_error(e: sqlite3.Error, cfg: Config | None) -> str:
+    db = cfg.db_path if cfg is not None else "the database"
+    text = str(e)
+    if "full" in text:
+        hint = "the disk is full: free some space and run it again"
+    elif "readonly" in text or "read-only" in text or "unable to open" in text:
+        hint = "the data folder is not writable: check its permissions and file system"
+    else:
+        hint = "the file may be damaged: restore it from a backup, or move it away to start afresh"
+    return f"{db}: {text} ({hint})"
+
+
+# Escape sequences (CSI, OSC such as hyperlinks and title changes, two-byte ESC), C0/C1 controls
+# but tab and newline, and bidi overrides: upstream titles must not drive the reader's terminal.
+_TERMINAL_UNSAFE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_safe(text: str) -> str:
+    """Text as it may be printed to a terminal: no escape sequences, no control characters."""
+    return _TERMINAL_UNSAFE.sub("", text)
 
 
 class _Group(click.Group):
-    """Turns WatcherError into a one-line message and its exit code, never a traceback."""
+    """Turns WatcherError — and disk, database and permission failures — into one line and an
+    exit code, never a traceback."""
 
     def invoke(self, ctx):
         try:
@@ -45,6 +91,12 @@ class _Group(click.Group):
         except WatcherError as e:
             click.echo(f"Error: {e}", err=True)
             ctx.exit(e.exit_code)
+        except sqlite3.Error as e:
+            click.echo(f"Error: {_database_error(e, ctx.meta.get('watcher.config'))}", err=True)
+            ctx.exit(1)
+        except OSError as e:
+            click.echo(f"Error: {_disk_error(e)}", err=True)
+            ctx.exit(1)
 
 
 @click.group(cls=_Group)
@@ -278,9 +330,9 @@ def status(config_path: str, as_json: bool) -> None:
         return
     lines, warnings = freshness_lines(fresh)
     for line in lines:
-        click.echo(line)
+        click.echo(terminal_safe(line))
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {terminal_safe(warning)}", err=True)
     rows = [("PAGE", "STATUS", "REASON")] + [(p, v.status, v.reason) for p, v in ev.pages.items()]
     rows += [("BLOCKER", "STATUS", "REASON")] + [
         (b, v.status, v.reason) for b, v in ev.blockers.items()
@@ -298,7 +350,7 @@ def status(config_path: str, as_json: bool) -> None:
     for r in rows:
         if r[0].isupper():
             click.echo("")
-        click.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}")
+        click.echo(terminal_safe(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}"))
 
 
 @cli.command()
@@ -325,7 +377,9 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
     finally:
         store.close()
     doc = build(cfg, target, items, ev, runs)
-    click.echo(json.dumps(doc, indent=2, sort_keys=True) if as_json else format_text(doc))
+    click.echo(
+        json.dumps(doc, indent=2, sort_keys=True) if as_json else terminal_safe(format_text(doc))
+    )
 
 
 @cli.command("build-site")

@@ -28,6 +28,7 @@ DEFAULT_READY_PATH = {"sglang": "/health_generate", "vllm": "/health", "other": 
 DEFAULT_API_URL = "https://api.github.com"
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -169,6 +170,7 @@ class Recipe:
     checks: Checks = field(default_factory=Checks)
     blockers: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    pass_env: tuple[str, ...] = ()  # names copied from watcher's environment (HF_TOKEN)
     notes: str = ""
 
 
@@ -546,8 +548,14 @@ def _recipe(r: _Reader) -> Recipe:
     env: tuple[tuple[str, str], ...] = ()
     if env_r is not None:
         for k in env_r.table:
+            if not _ENV_NAME.match(k):
+                env_r.fail(k, "is not an environment variable name")
             env = (*env, (k, env_r.get(k, str)))
         env_r.done()
+    pass_env = r.str_list("pass_env")
+    for name in pass_env:
+        if not _ENV_NAME.match(name):
+            r.fail("pass_env", f"{name!r} is not an environment variable name")
     port = r.get("port", int, 30000)
     rec = Recipe(
         id=recipe_id,
@@ -565,6 +573,7 @@ def _recipe(r: _Reader) -> Recipe:
         checks=ch,
         blockers=r.str_list("blockers"),
         env=env,
+        pass_env=pass_env,
         notes=r.get("notes", str, ""),
     )
     r.done()
@@ -668,6 +677,8 @@ def parse_config(text: str, path: Path) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: arrays or tables are nested too deeply to read") from None
     unknown = sorted(set(data) - set(TOP_LEVEL))
     if unknown:
         raise ConfigError(
@@ -689,6 +700,7 @@ def parse_config(text: str, path: Path) -> Config:
         notify=_notify(table("notify")),
     )
     _check_references(cfg, path)
+    _check_files(cfg, path)
     return cfg
 
 
@@ -722,6 +734,67 @@ def _check_references(cfg: Config, path: Path) -> None:
         check(f"page.{p.id}", "blockers", p.blockers, blockers, "blocker")
         check(f"page.{p.id}", "recipes", p.recipes, recipes, "recipe")
     check("notify", "pages", cfg.notify.pages, pages, "page")
+
+
+def _check_files(cfg: Config, path: Path) -> None:
+    """What watcher writes stays inside the config's folder and off what it must never replace
+    (the config, the data and site folders, hand-written text); what it reads as templates and
+    fragments is a regular file inside the config's folder (a symlink must not leak /etc/passwd).
+    """
+    base = cfg.base_dir.resolve()
+    templates = base / "templates"
+    keep_off = {
+        "data folder ([watcher] data_dir)": cfg.data_dir.resolve(),
+        "site folder ([watcher] site_dir)": cfg.site_dir.resolve(),
+        "templates folder": templates.resolve(),
+    }
+    for p in cfg.pages:
+        if p.fragments:
+            keep_off[f"fragments folder of page {p.id}"] = cfg.resolve(p.fragments).resolve()
+
+    def fail(page: Page, key: str, msg: str):
+        raise ConfigError(f"{path}: [page.{page.id}] key '{key}': {msg}")
+
+    for p in cfg.pages:
+        out = cfg.resolve(p.output).resolve()
+        if out == base or not out.is_relative_to(base):
+            fail(
+                p, "output", f"{p.output!r} is {out}, not a file inside the config's folder {base}"
+            )
+        if out == cfg.path.resolve():
+            fail(p, "output", f"{p.output!r} is the config file itself")
+        for what, folder in keep_off.items():
+            if out == folder or out.is_relative_to(folder):
+                fail(p, "output", f"{p.output!r} lies in the {what} {folder}")
+        if out.exists() and not out.is_file():
+            fail(p, "output", f"{p.output!r} exists and is not a regular file")
+        if Path(p.template).is_absolute() or ".." in Path(p.template).parts:
+            fail(p, "template", f"{p.template!r} must be a file name inside templates/")
+        if p.fragments:
+            folder = cfg.resolve(p.fragments)
+            if not folder.resolve().is_relative_to(base):
+                fail(p, "fragments", f"{p.fragments!r} is {folder.resolve()}, outside {base}")
+            for f in sorted(folder.glob("*.md")) if folder.is_dir() else ():
+                problem = _unsafe_file(f, base)
+                if problem:
+                    fail(p, "fragments", f"{f}: {problem}")
+    if templates.is_dir():
+        if not templates.resolve().is_relative_to(base):
+            raise ConfigError(f"{path}: {templates} links outside the config's folder {base}")
+        for f in sorted(templates.rglob("*")):
+            problem = None if f.is_dir() and not f.is_symlink() else _unsafe_file(f, base)
+            if problem:
+                raise ConfigError(f"{path}: template {f}: {problem}")
+
+
+def _unsafe_file(f: Path, base: Path) -> str | None:
+    """Why `f` must not be read as a template or fragment, or None."""
+    target = f.resolve()
+    if not target.is_relative_to(base):
+        return f"links to {target}, outside the config's folder {base}"
+    if not target.is_file():
+        return "is not a regular file"
+    return None
 
 
 def load_config(path: str | Path) -> Config:

@@ -19,7 +19,8 @@ from watcher.config import default_config_text, load_config
 from watcher.cycle import run_cycle
 from watcher.errors import WatcherError
 from watcher.evaluate import evaluate
-from watcher.fakegithub import SGLANG, VLLM, FakeGitHub, real_threads
+from watcher.fakes.github import FakeGitHub
+from watcher.fakes.scenarios import SGLANG, VLLM, real_threads
 from watcher.github import GitHubClient
 from watcher.hardware import GpuReading
 from watcher.store import Store, utcnow
@@ -35,7 +36,7 @@ def demo_config(url: str) -> str:
     engine = [
         sys.executable,
         "-m",
-        "watcher.fakeengine",
+        "watcher.fakes.engine",
         "--port",
         "{port}",
         "--ready-delay",

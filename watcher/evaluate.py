@@ -55,11 +55,20 @@ class Evaluation:
         return out
 
 
+NO_VERDICT = ("skipped", "started", "interrupted")
+
+
 def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """recipe id -> its newest run that happened on target hardware and was not skipped."""
+    """recipe id -> its newest run on target hardware that reached a verdict.
+
+    Skipped runs never ran; `started` (still running) and `interrupted` (watcher died) runs have no
+    outcome to judge by, so none of these can validate or regress a page.
+    """
     out: dict[str, dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: (r.get("started_at") or "", r.get("run_id") or "")):
-        if run.get("outcome") == "skipped" or not (run.get("hardware") or {}).get("matches_target"):
+        if run.get("outcome") in NO_VERDICT or not (run.get("hardware") or {}).get(
+            "matches_target"
+        ):
             continue
         out[run["recipe"]] = run
     return out

@@ -79,8 +79,12 @@ def cycle_lock(
                 "command": command,
                 "since": iso(utcnow()),
             }
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+            except OSError as e:  # a full disk: the lock holds all the same, it just can't say
+                log.warning("%s: cannot name this holder: %s", path, e.strerror or e)
+                writable = False
         try:
             yield path
         finally:

@@ -161,6 +161,20 @@ def environment(cfg: Config | None = None) -> jinja2.Environment:
     return env
 
 
+def umask() -> int:
+    """The process umask, read without changing it (Linux), else set and restored at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
 def atomic_write(path: Path, data: str | bytes) -> bool:
     """Write via a temp file and rename: readers see the old file or the new one, never half.
 
@@ -172,6 +186,7 @@ def atomic_write(path: Path, data: str | bytes) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp's 0600 would hide a page from its readers
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()

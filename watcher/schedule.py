@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,6 +32,8 @@ from watcher.store import Store, iso, parse_iso, utcnow
 log = logging.getLogger("watcher")
 
 HEARTBEAT = "serve"
+CLOCK_CHECK_S = 5.0  # how often serve compares the wall clock with the monotonic one
+CLOCK_JUMP_S = 30.0  # a difference this large is a clock step (NTP slews far less)
 CycleFn = Callable[..., CycleReport]
 
 
@@ -42,9 +45,27 @@ def locked_cycle(
     cycle: CycleFn = run_cycle,
     **kwargs: Any,
 ) -> CycleReport:
-    """One cycle under the data folder's lock: what `check-now` and every `serve` tick run."""
+    """One cycle under the data folder's lock: what `check-now` and every `serve` tick run.
+
+    First, smoke runs a killed watcher left `started` are torn down and marked `interrupted`.
+    """
     with cycle_lock(cfg.data_dir, cfg.settings.lock_timeout, command, stop=stop):
+        recover_smoke_runs(cfg)
         return cycle(cfg, **kwargs)
+
+
+def recover_smoke_runs(cfg: Config) -> None:
+    """Never stops the cycle: a failure here is logged, and tried again next time."""
+    from watcher.smoke import recover_interrupted
+
+    try:
+        store = Store(cfg.db_path)
+        try:
+            recover_interrupted(cfg, store)
+        finally:
+            store.close()
+    except Exception as e:  # noqa: BLE001 (the cycle matters more than the clean-up)
+        log.warning("could not check for interrupted smoke runs: %s", e)
 
 
 class Service:
@@ -64,6 +85,7 @@ class Service:
         # and get_job() takes that lock: a cycle must not ask after shutdown began (deadlock).
         self._scheduler_guard = threading.Lock()
         self._shutting_down = False
+        self.wall, self.mono = time.time, time.monotonic  # clocks (tests step the wall clock)
 
     # ---------------------------------------------------------------- signals
 
@@ -145,7 +167,7 @@ class Service:
         )
         scheduler.start()
         try:
-            self.stop.wait()
+            self._watch_the_clock()
         finally:
             with self._scheduler_guard:
                 self._shutting_down = True
@@ -156,6 +178,35 @@ class Service:
             )
             log.info("stopped after %s (%d failed)", _count(self.cycles, "cycle"), self.failures)
         return 0
+
+    def _watch_the_clock(self) -> None:
+        """Wait for a stop signal; meanwhile keep the interval a monotonic one.
+
+        APScheduler plans in wall-clock time: a clock stepped back by an hour would delay the
+        next cycle by an hour (and `status` would say checks stopped), one stepped forward would
+        count the cycle as missed. A jump moves the next run by the same amount.
+        """
+        last_wall, last_mono = self.wall(), self.mono()
+        while not self.stop.wait(CLOCK_CHECK_S):
+            wall, mono = self.wall(), self.mono()
+            jump = (wall - last_wall) - (mono - last_mono)
+            last_wall, last_mono = wall, mono
+            if abs(jump) >= CLOCK_JUMP_S:
+                self.clock_jumped(jump)
+
+    def clock_jumped(self, jump: float) -> None:
+        """The wall clock moved `jump` seconds more than time passed: move the next run with it."""
+        with self._scheduler_guard:
+            if self._shutting_down or self._scheduler is None:
+                return
+            job = self._scheduler.get_job("cycle")
+            if job is None or job.next_run_time is None:
+                return
+            when = job.next_run_time + timedelta(seconds=jump)
+            job.modify(next_run_time=when)
+        log.warning(
+            "the system clock moved %+.0f s; the next cycle moves with it, to %s", jump, iso(when)
+        )
 
     def _tick(self) -> None:
         """One scheduled cycle. Nothing a cycle raises may stop the service."""
@@ -225,13 +276,14 @@ def freshness(
     s = cfg.settings
     stale_after_s = s.stale_after * s.interval
     last = parse_iso((last_cycle or {}).get("finished_at"))
-    age_s = (now - last).total_seconds() if last else None
+    seen = min(last, now) if last else None  # stamped before the clock stepped back: not future
+    age_s = (now - seen).total_seconds() if seen else None
     out: dict[str, Any] = {
         "last_checked": iso(last),
         "age_s": round(age_s) if age_s is not None else None,
         "interval_s": s.interval,
         "stale_after_s": stale_after_s,
-        "stale_at": iso(last + timedelta(seconds=stale_after_s)) if last else None,
+        "stale_at": iso(seen + timedelta(seconds=stale_after_s)) if seen else None,
         "stale": age_s is None or age_s > stale_after_s,
         "serve": None,
     }

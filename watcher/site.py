@@ -48,6 +48,7 @@ from watcher.render import (
     page_context,
     render_page,
     status_document,
+    umask,
 )
 from watcher.store import Store, iso, parse_iso, utcnow
 from watcher.views import item_view
@@ -647,7 +648,7 @@ def write_site(site: Path, files: dict[str, str | bytes]) -> int:
         for name in KEEP_FILES:
             if (site / name).is_file() and name not in files:
                 shutil.copy2(site / name, tmp / name)
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o777 & ~umask())  # mkdtemp's 0700 would hide the site
         if site.is_dir() and _exchange(tmp, site):
             shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the previous site
             return total

@@ -10,6 +10,7 @@ The teardown always runs, also on Ctrl-C or SIGTERM of watcher itself.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -17,10 +18,14 @@ import os
 import re
 import secrets
 import shlex
+import shutil
 import signal
+import socket
+import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +34,7 @@ import httpx
 
 from watcher.classify import Classifier, describe, tail
 from watcher.config import Config, Recipe
-from watcher.errors import ConfigError
+from watcher.errors import ConfigError, WatcherError
 from watcher.hardware import GpuReading, check_hardware, read_gpus
 from watcher.redact import redact
 from watcher.signatures import HANG, all_signatures
@@ -37,7 +42,7 @@ from watcher.store import Store, iso, utcnow
 
 log = logging.getLogger("watcher.smoke")
 
-OUTCOMES = ("passed", "failed", "timeout", "error", "skipped")
+OUTCOMES = ("passed", "failed", "timeout", "error", "skipped", "started", "interrupted")
 DECODE_PROMPT = "Count upward from one in English words, one word per number, without stopping."
 DECODE_TOKENS = 128
 SPEC_BROKEN_BELOW = 1.1  # an accept length this close to 1.0 means no draft token is ever kept
@@ -45,6 +50,7 @@ SPEC_BROKEN_BELOW = 1.1  # an accept length this close to 1.0 means no draft tok
 # know the flag ignore it.
 NO_THINKING = {"enable_thinking": False}
 KILL_WAIT = 5.0  # after SIGKILL, how long to wait for the kernel to reap
+PORT_IN_USE = "port-in-use"  # the built-in signature for a port another process holds
 
 
 # ---------------------------------------------------------------- argv
@@ -94,57 +100,194 @@ def _docker_name(argv: list[str]) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------- environment
+
+RUN_MARKER = "WATCHER_SMOKE_RUN"  # set in the engine's environment: finds its processes later
+# What an engine gets from watcher's own environment; everything else (GITHUB_TOKEN, cloud keys)
+# stays behind. A recipe adds its own `env` table and names more in `pass_env`.
+SAFE_ENV = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH",  # where CUDA is found
+        "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",  # where models are cached (no credentials)
+        "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+    }
+)  # fmt: skip
+SAFE_PREFIXES = ("LC_", "NVIDIA_")
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def _safe_name(name: str) -> bool:
+    if name in SAFE_ENV:
+        return True
+    return name.startswith(SAFE_PREFIXES) and not _SECRET_NAME.search(name)
+
+
+def engine_env(recipe: Recipe, run_id: str, environ=None) -> dict[str, str]:
+    """The engine's whole environment: a safe base, the recipe's `pass_env`, its `env`, a marker."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if _safe_name(k)}
+    env.update({k: environ[k] for k in recipe.pass_env if k in environ})
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(dict(recipe.env))
+    env[RUN_MARKER] = run_id
+    return env
+
+
 # ---------------------------------------------------------------- processes
 
 
-def _proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, pgrp, session) from /proc/<pid>/stat, or None if gone."""
+def _proc_stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, pgrp, session, ppid) from /proc/<pid>/stat, or None if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read().decode("ascii", "replace")
     except OSError:
         return None
     rest = data[data.rfind(")") + 2 :].split()
-    return rest[0], int(rest[2]), int(rest[3])
+    return rest[0], int(rest[2]), int(rest[3]), int(rest[1])
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def marker_of(run_id: str) -> bytes:
+    return f"{RUN_MARKER}={run_id}".encode()
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper: bool | None = None
+
+
+def become_subreaper() -> bool:
+    """Linux: orphans of what watcher launches (a double fork, a `setsid` daemon) are re-parented
+    to watcher instead of init, so teardown still finds them. Process-wide; asked once."""
+    global _subreaper
+    if _subreaper is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            _subreaper = False
+    return _subreaper
+
+
+def _children_of_self() -> set[int]:
+    me = os.getpid()
+    out = set()
+    if os.path.isdir("/proc/self"):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                st = _proc_stat(int(entry))
+                if st and st[3] == me:
+                    out.add(int(entry))
+    return out
+
+
+class RunProcesses:
+    """Every live process of one run: its session, anything carrying the run's environment
+    marker, orphans re-parented to watcher (subreaper) since launch, and their descendants."""
+
+    def __init__(self, sid: int, run_id: str, known_children: set[int] | None = None):
+        self.sid = sid
+        self.marker = marker_of(run_id)
+        self.known = set(known_children or ())
+        self.escaped: set[int] = set()  # seen outside the run's session
+
+    def pids(self) -> list[tuple[int, int]]:
+        """Live (pid, pgid); zombies hold nothing and don't count.
+
+        Uses /proc (Linux). Elsewhere, falls back to whether the leader's group still exists.
+        """
+        if not os.path.isdir("/proc/self"):
+            if self.sid <= 0:
+                return []
+            try:
+                os.killpg(self.sid, 0)
+                return [(self.sid, self.sid)]
+            except (ProcessLookupError, PermissionError):
+                return []
+        me = os.getpid()
+        table: dict[int, tuple[str, int, int, int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != me:
+                st = _proc_stat(int(entry))
+                if st:
+                    table[int(entry)] = st
+        own_session = os.getsid(0)  # watcher's own helpers (a `docker rm`) are never the run's
+        ours = {
+            pid
+            for pid, (_state, _pgrp, sess, ppid) in table.items()
+            if sess != own_session
+            and (
+                sess == self.sid
+                or (ppid == me and pid not in self.known)
+                or _has_marker(pid, self.marker)
+            )
+        }
+        grew = True
+        while grew:  # descendants of anything ours
+            more = {
+                pid
+                for pid, st in table.items()
+                if st[3] in ours and pid not in ours and st[2] != own_session
+            }
+            ours |= more
+            grew = bool(more)
+        live = [(pid, table[pid][1]) for pid in sorted(ours) if table[pid][0] not in ("Z", "X")]
+        self.escaped |= {pid for pid, _ in live if table[pid][2] != self.sid}
+        return live
+
+    def reap(self, leader: int) -> None:
+        """Collect the exit status of adopted orphans (watcher is their parent now)."""
+        me = os.getpid()
+        for entry in os.listdir("/proc") if os.path.isdir("/proc/self") else ():
+            if not entry.isdigit() or int(entry) in self.known or int(entry) == leader:
+                continue
+            st = _proc_stat(int(entry))
+            if st and st[3] == me and st[0] == "Z" and st[2] != os.getsid(0):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(int(entry), os.WNOHANG)
 
 
 def session_pids(sid: int) -> list[tuple[int, int]]:
-    """Live (pid, pgid) of every process in session `sid`; zombies hold nothing and don't count.
-
-    Uses /proc (Linux). Elsewhere, falls back to whether the leader's group still exists.
-    """
+    """Live (pid, pgid) of the processes in session `sid` alone (RunProcesses finds a whole run)."""
     if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(sid, 0)
-            return [(sid, sid)]
-        except (ProcessLookupError, PermissionError):
-            return []
+        return RunProcesses(sid, "").pids()
     out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        st = _proc_stat(int(entry))
+        st = _proc_stat(int(entry)) if entry.isdigit() else None
         if st and st[2] == sid and st[0] not in ("Z", "X"):
             out.append((int(entry), st[1]))
     return out
 
 
-def _signal_session(sid: int, sig: int) -> None:
-    groups = {pgid for _pid, pgid in session_pids(sid)} | {sid}
+def _signal_run(procs: RunProcesses, sig: int) -> None:
+    live = procs.pids()
+    groups = ({pgid for _pid, pgid in live} | {procs.sid}) - {os.getpgrp()}
     for pgid in groups:
+        if pgid <= 0:
+            continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
-    if sig == signal.SIGKILL:  # stragglers that moved to a group of their own
-        for pid, _ in session_pids(sid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
+    for pid, _ in live:  # stragglers that moved to a group of their own
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
-def _wait_gone(proc: subprocess.Popen, sid: int, deadline: float) -> bool:
+def _wait_gone(proc: subprocess.Popen, procs: RunProcesses, deadline: float) -> bool:
     while True:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.05)
-        if proc.returncode is not None and not session_pids(sid):
+        procs.reap(proc.pid)
+        if proc.returncode is not None and not procs.pids():
             return True
         if time.monotonic() >= deadline:
             return False
@@ -157,6 +300,7 @@ class Teardown:
     killed: bool = False  # SIGKILL was needed
     container_removed: bool | None = None
     leftovers: list[str] = field(default_factory=list)
+    escaped: list[str] = field(default_factory=list)  # had left the run's session (and were killed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -164,6 +308,7 @@ class Teardown:
             "killed": self.killed,
             "container_removed": self.container_removed,
             "leftovers": self.leftovers,
+            "escaped": self.escaped,
         }
 
 
@@ -173,26 +318,38 @@ def docker(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProces
     )
 
 
-def teardown(proc: subprocess.Popen, grace: float, container: str | None = None) -> Teardown:
-    """SIGTERM every group in the run's session, wait `grace`, SIGKILL; `docker rm -f`; check."""
+def remove_container(container: str) -> bool:
+    """`docker rm -f`; True when docker removed it (or it was already gone)."""
+    try:
+        rm = docker(["rm", "-f", container])
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.warning("docker rm -f %s failed: %s", container, e)
+        return False
+    if rm.returncode != 0 and "No such container" not in rm.stderr:
+        log.warning("docker rm -f %s: %s", container, rm.stderr.strip())
+    return rm.returncode == 0
+
+
+def teardown(
+    proc: subprocess.Popen,
+    grace: float,
+    container: str | None = None,
+    procs: RunProcesses | None = None,
+) -> Teardown:
+    """SIGTERM every process of the run, wait `grace`, SIGKILL; `docker rm -f`; check."""
     started = time.monotonic()
     t = Teardown()
-    sid = proc.pid  # start_new_session: the leader's pid is the session id
-    _signal_session(sid, signal.SIGTERM)
-    if not _wait_gone(proc, sid, time.monotonic() + grace):
+    procs = procs or RunProcesses(proc.pid, "")  # start_new_session: leader pid = session id
+    _signal_run(procs, signal.SIGTERM)
+    if not _wait_gone(proc, procs, time.monotonic() + grace):
         t.killed = True
-        _signal_session(sid, signal.SIGKILL)
-        _wait_gone(proc, sid, time.monotonic() + KILL_WAIT)
+        _signal_run(procs, signal.SIGKILL)
+        _wait_gone(proc, procs, time.monotonic() + KILL_WAIT)
     if container:
-        try:
-            rm = docker(["rm", "-f", container])
-            t.container_removed = rm.returncode == 0
-            if rm.returncode != 0 and "No such container" not in rm.stderr:
-                log.warning("docker rm -f %s: %s", container, rm.stderr.strip())
-        except (OSError, subprocess.TimeoutExpired) as e:
-            t.container_removed = False
-            log.warning("docker rm -f %s failed: %s", container, e)
-    left = session_pids(sid)
+        t.container_removed = remove_container(container)
+    left = procs.pids()
+    procs.reap(proc.pid)
+    t.escaped = [f"pid {pid}" for pid in sorted(procs.escaped)]
     if left:
         t.leftovers.extend(f"pid {pid}" for pid, _ in left)
     if container:
@@ -204,6 +361,63 @@ def teardown(proc: subprocess.Popen, grace: float, container: str | None = None)
             t.leftovers.append(f"container {container} (cannot check: {e})")
     t.seconds = time.monotonic() - started
     return t
+
+
+# ---------------------------------------------------------------- the port
+
+
+def port_taken(port: int) -> str | None:
+    """Why `port` cannot be the engine's (something answers or listens there), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            return f"something already answers on 127.0.0.1:{port}"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError as e:
+            return f"port {port} cannot be bound: {e.strerror or e}"
+    return None
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on `port` (any address), from /proc/net/tcp{,6}."""
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                out.add(cols[9])
+    return out
+
+
+def _socket_inodes(pids) -> set[str]:
+    out = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    out.add(link[8:-1])
+    return out
+
+
+def served_by(port: int, procs: RunProcesses) -> bool | None:
+    """Is the server listening on `port` one of this run's processes? None when /proc can't say."""
+    listening = _listening_inodes(port)
+    if not listening:
+        return None
+    return bool(listening & _socket_inodes(pid for pid, _ in procs.pids()))
 
 
 # ---------------------------------------------------------------- probes
@@ -405,63 +619,128 @@ def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
     return p
 
 
+# ---------------------------------------------------------------- the log
+
+LOG_HEAD_BYTES = 1 << 20  # the start of the output, as it came
+LOG_TAIL_BYTES = 4 << 20  # the end of the output, as it came
+LOG_KEPT_BYTES = 256 << 10  # lines around known failures from the part in between
+SCAN_BYTES = 1 << 20  # scan the output in batches of this size at least
+
+
+class LogPump(threading.Thread):
+    """Copies the engine's output into the run's log: redacted, capped, and watched.
+
+    Engines print tokens (an HF_TOKEN in a config dump, a URL with credentials): the log is a
+    file watcher writes, so nothing shaped like a token may reach it. A chatty engine can print
+    gigabytes: the file keeps the first LOG_HEAD_BYTES and the last LOG_TAIL_BYTES, and from the
+    part in between the lines around each known failure, so the classifier's verdict on the file
+    is the one it would have given on the whole output. `check()` says (live, for the readiness
+    wait) which known failure the output has shown so far: engines often log a fatal error in a
+    worker and then hang instead of exiting.
+    """
+
+    MAX_LINE = 1 << 20
+
+    def __init__(self, stream, log_path: Path, classifier: Classifier):
+        super().__init__(daemon=True, name="smoke-log")
+        self.stream, self.log_path, self.classifier = stream, log_path, classifier
+        self.head_left = LOG_HEAD_BYTES
+        self.tail: collections.deque[bytes] = collections.deque()
+        self.tail_bytes = 0
+        self.cut_bytes = 0
+        self.cut_scan = bytearray()  # cut output not yet scanned
+        self.kept: list[bytes] = []
+        self.kept_ids: set[str] = set()
+        self.kept_bytes = 0
+        self._lock = threading.Lock()
+        self._unscanned = bytearray()
+        self._carry = b""
+        self.seen: str | None = None  # the first known failure in the output so far
+
+    def check(self) -> str | None:
+        with self._lock:
+            if self._unscanned and self.seen is None:
+                chunk = self._carry + bytes(self._unscanned)
+                self._unscanned.clear()
+                self._carry = chunk[-8192:]
+                finding = self.classifier.scan_blocks([chunk])
+                if finding is not None:
+                    self.seen = finding.id
+            return self.seen
+
+    def run(self) -> None:
+        with open(self.log_path, "ab") as out:
+            for raw in iter(lambda: self.stream.readline(self.MAX_LINE), b""):
+                data = redact(raw.decode("utf-8", "replace")).encode("utf-8")
+                if self.seen is None:  # once a failure is seen, nothing more to watch for
+                    with self._lock:
+                        self._unscanned += data
+                    if len(self._unscanned) >= SCAN_BYTES:
+                        self.check()
+                if self.head_left >= len(data) and not self.tail:
+                    self.head_left -= len(data)
+                    out.write(data)
+                    out.flush()
+                    continue
+                self.tail.append(data)
+                self.tail_bytes += len(data)
+                while self.tail_bytes > LOG_TAIL_BYTES:
+                    old = self.tail.popleft()
+                    self.tail_bytes -= len(old)
+                    self.cut_bytes += len(old)
+                    self.cut_scan += old
+                    if len(self.cut_scan) >= SCAN_BYTES:
+                        self._keep_failures()
+            self._keep_failures()
+            if self.cut_bytes:
+                out.write(
+                    f"[watcher: {self.cut_bytes} bytes of output cut here; the lines around "
+                    "known failures in them follow]\n".encode()
+                )
+                out.writelines(self.kept)
+                out.write(b"[watcher: end of the cut]\n")
+            out.writelines(self.tail)
+        self.stream.close()
+
+    def _keep_failures(self) -> None:
+        """Keep, from the cut part, the lines around each family's first match."""
+        data, self.cut_scan = bytes(self.cut_scan), self.cut_scan[-4096:]
+        finding = self.classifier.scan_blocks([data]) if data else None
+        if finding is None or finding.id in self.kept_ids:
+            return
+        lines = data.split(b"\n")
+        i = finding.line_no - 1
+        block = b"\n".join(lines[max(0, i - 3) : i + 6])[:16384] + b"\n"
+        if self.kept_bytes + len(block) <= LOG_KEPT_BYTES:
+            self.kept.append(block)
+            self.kept_ids.add(finding.id)
+            self.kept_bytes += len(block)
+
+
 # ---------------------------------------------------------------- the run
 
 
 @dataclass
 class _Wait:
-    state: str  # ready | died | timeout | fatal
+    state: str  # ready | died | timeout | fatal | foreign
     startup_s: float
     exit_code: int | None = None
     signature: str | None = None  # fatal: the family seen in the log
-
-
-class LogWatch:
-    """Scans what the engine has logged so far for a known failure, reading only new bytes.
-
-    Engines often log a fatal error in a worker and then hang instead of exiting (the main
-    process waits on a dead scheduler); without this a run sits out its whole startup_timeout.
-    """
-
-    OVERLAP = 8192  # keep the end of the previous read so a message wrapped across reads matches
-
-    def __init__(self, log_path: Path, classifier: Classifier, every: float = 1.0):
-        self.log_path, self.classifier, self.every = log_path, classifier, every
-        self.offset = 0
-        self.carry = b""
-        self.next_scan = 0.0
-
-    def check(self) -> str | None:
-        now = time.monotonic()
-        if now < self.next_scan:
-            return None
-        self.next_scan = now + self.every
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self.offset)
-                new = f.read(4 << 20)
-        except OSError:
-            return None
-        if not new:
-            return None
-        self.offset += len(new)
-        chunk = self.carry + new
-        self.carry = chunk[-self.OVERLAP :]
-        finding = self.classifier.scan_blocks([chunk])
-        return finding.id if finding else None
 
 
 def wait_ready(
     proc: subprocess.Popen,
     url: str,
     timeout: float,
-    watch: LogWatch | None = None,
+    watch: LogPump | None = None,
     fatal_grace: float = 30.0,
+    owner: Callable[[], bool | None] | None = None,
 ) -> _Wait:
     """Poll `url` until it answers 200, the process dies, or the deadline passes.
 
     With `watch`, a known failure in the log that is not followed by readiness within
-    `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running.
+    `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running. With
+    `owner`, a 200 from a server that is not the run's own (False) ends it as `foreign`.
     """
     started = time.monotonic()
     deadline = started + timeout
@@ -480,6 +759,10 @@ def wait_ready(
             try:
                 r = client.get(url, timeout=max(0.2, min(5.0, deadline - time.monotonic())))
                 if r.status_code == 200:
+                    if proc.poll() is not None:
+                        return _Wait("died", time.monotonic() - started, proc.returncode)
+                    if owner is not None and owner() is False:
+                        return _Wait("foreign", time.monotonic() - started, signature=PORT_IN_USE)
                     return _Wait("ready", time.monotonic() - started)
             except httpx.HTTPError:
                 pass
@@ -583,39 +866,27 @@ def run_recipe(
     return doc
 
 
-class LogPump(threading.Thread):
-    """Copies the engine's output into the run's log, line by line, with secrets redacted.
-
-    Engines print tokens (an HF_TOKEN in a config dump, a URL with credentials): the log is a
-    file watcher writes, so nothing shaped like a token may reach it.
-    """
-
-    MAX_LINE = 1 << 20
-
-    def __init__(self, stream, log_path: Path):
-        super().__init__(daemon=True, name="smoke-log")
-        self.stream = stream
-        self.log_path = log_path
-
-    def run(self) -> None:
-        with open(self.log_path, "ab") as out:
-            for raw in iter(lambda: self.stream.readline(self.MAX_LINE), b""):
-                out.write(redact(raw.decode("utf-8", "replace")).encode("utf-8"))
-                out.flush()
-        self.stream.close()
-
-
 def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str, Any]) -> None:
     name = container_name(run_id)
     argv = build_argv(recipe, name)
     container = _docker_name(argv) if is_docker_run(argv) else None
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.update(dict(recipe.env))
     port = recipe.host_port or recipe.port
     base = f"http://127.0.0.1:{port}"
     failures: list[str] = []
     notes: list[str] = []
     wait: _Wait | None = None
+    taken = port_taken(port)
+    if taken:
+        doc["outcome"], doc["signature"] = "error", PORT_IN_USE
+        doc["reason"] = (
+            f"not launched: {taken}; another process holds the port the recipe serves on"
+            " (stop it, or change the recipe's port)"
+        )
+        return
+    doc["launch"] = {"container": container, "pid": None}
+    mark_started(cfg, doc, recover=True)
+    subreaper = become_subreaper()
+    known = _children_of_self()
     with open(log_path, "ab") as logf:
         logf.write(
             redact(
@@ -630,25 +901,34 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env=env,
+                env=engine_env(recipe, run_id),
                 cwd=str(cfg.base_dir),
             )
         except OSError as e:
             doc["outcome"] = "error"
             doc["reason"] = f"cannot start {argv[0]!r}: {e.strerror or e}"
             return
-    pump = LogPump(proc.stdout, log_path)
+    doc["launch"]["pid"] = proc.pid
+    mark_started(cfg, doc)
+    procs = RunProcesses(proc.pid, run_id, known)
+    pump = LogPump(proc.stdout, log_path, Classifier(all_signatures(cfg.signatures)))
     pump.start()
-    log.info("smoke %s: launched pid %s, log %s", run_id, proc.pid, log_path)
+    log.info(
+        "smoke %s: launched pid %s, log %s%s",
+        run_id,
+        proc.pid,
+        log_path,
+        "" if subreaper else " (not a subreaper: a double-forked child could escape teardown)",
+    )
     td: Teardown | None = None
     try:
-        watch = LogWatch(log_path, Classifier(all_signatures(cfg.signatures)))
         wait = wait_ready(
             proc,
             base + recipe.ready_path,
             recipe.startup_timeout,
-            watch=watch,
+            watch=pump,
             fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
+            owner=None if container else (lambda: served_by(port, procs)),
         )
         if wait.state == "ready":
             doc["stage_reached"] = "ready"
@@ -669,7 +949,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
         doc["outcome"], doc["reason"] = "error", f"runner error: {type(e).__name__}: {e}"
         wait = None
     finally:
-        td = teardown(proc, recipe.stop_timeout, container)
+        td = teardown(proc, recipe.stop_timeout, container, procs)
         doc["teardown"] = td.as_dict()
         doc["exit_code"] = proc.returncode
         pump.join(timeout=5)
@@ -688,7 +968,7 @@ def _verdict(
 ) -> None:
     finding = None
     passed = wait is not None and wait.state == "ready" and not failures
-    if wait is not None and not passed:
+    if wait is not None and not passed and wait.state != "foreign":
         finding = Classifier(all_signatures(cfg.signatures)).scan(log_path)
     if passed:
         doc["outcome"], doc["stage_reached"] = "passed", "passed"
@@ -707,6 +987,12 @@ def _verdict(
             f"logged a known failure and was still not ready {wait.startup_s:.0f} s after launch;"
             " stopped early instead of waiting out the startup timeout"
         )
+    elif wait.state == "foreign":
+        doc["outcome"], doc["signature"] = "error", PORT_IN_USE
+        doc["reason"] = (
+            f"a server answered on port {recipe.host_port or recipe.port} that is not the engine"
+            " watcher launched (another process holds the port); it was not probed"
+        )
     elif wait.state == "died":
         doc["outcome"] = "failed"
         doc["reason"] = f"exited with code {wait.exit_code} before becoming ready"
@@ -724,7 +1010,7 @@ def _verdict(
         doc["signature"] = finding.id
         doc["excerpt"] = finding.excerpt
         doc["reason"] += f". {describe(finding)}"
-    elif wait is not None and not passed:
+    elif wait is not None and not passed and wait.state != "foreign":
         doc["excerpt"] = tail(log_path)
         if doc["signature"] is None:
             doc["reason"] += ". No known failure signature in the log; see the excerpt"
@@ -733,6 +1019,11 @@ def _verdict(
         doc["blockers_reproduced"] = [
             b for b in recipe.blockers if sig in cfg.blocker(b).signatures
         ]
+    if td.escaped:
+        doc["reason"] += (
+            f". {len(td.escaped)} process(es) had left the run's session ({', '.join(td.escaped)});"
+            " teardown found them all the same"
+        )
     if td.leftovers:
         doc["reason"] += f". Teardown left {', '.join(td.leftovers)} behind"
     if td.killed:
@@ -765,6 +1056,96 @@ def record_run(
         message,
         {"run_id": doc["run_id"], "matches_target": bool(doc["hardware"]["matches_target"])},
     )
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (clock ticks since boot): tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return data[data.rfind(")") + 2 :].split()[19]
+
+
+def _watcher_identity() -> dict[str, Any]:
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "start": _start_time(pid)}
+
+
+def mark_started(cfg: Config, doc: dict[str, Any], recover: bool = False) -> None:
+    """Store the run as `started` before (and right after) launch: if watcher dies mid-run, the
+    next start finds it, tears down what it left and keeps it charged to the daily budget.
+    With `recover`, first clean up after runs a dead watcher left."""
+    row = json.loads(json.dumps(doc))
+    row.update(outcome="started", reason="running", watcher=_watcher_identity())
+    row["hardware"]["matches_target"] = False  # a run that did not finish validates nothing
+    try:
+        store = Store(cfg.db_path)
+        try:
+            if recover:
+                recover_interrupted(cfg, store)
+            store.add_smoke_run(row)
+        finally:
+            store.close()
+    except (WatcherError, sqlite3.Error) as e:
+        log.warning("smoke %s: could not record the start in %s: %s", doc["run_id"], cfg.db_path, e)
+
+
+def _owner_alive(who: dict[str, Any]) -> bool:
+    """Is the watcher process that started a run still running it? (Elsewhere: assume so.)"""
+    if who.get("host") != socket.gethostname():
+        return True
+    pid = who.get("pid")
+    return bool(pid) and _start_time(int(pid)) == who.get("start")
+
+
+def recover_interrupted(cfg: Config, store: Store) -> list[dict[str, Any]]:
+    """Runs left `started` by a watcher that died: tear down what they left, mark `interrupted`.
+
+    Only processes that carry the run's environment marker are signalled (a reused pid never is),
+    with their whole process groups; a named container is removed.
+    """
+    out = []
+    for run in store.smoke_runs():
+        if run.get("outcome") != "started" or _owner_alive(run.get("watcher") or {}):
+            continue
+        procs = RunProcesses(-1, run["run_id"], known_children=_children_of_self())
+        found = procs.pids()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid, pgid in procs.pids():
+                if pgid != os.getpgrp():
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(pgid, sig)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + (KILL_WAIT if sig == signal.SIGKILL else 2.0)
+            while procs.pids() and time.monotonic() < deadline:
+                procs.reap(-1)
+                time.sleep(0.05)
+        procs.reap(-1)
+        left = [f"pid {pid}" for pid, _ in procs.pids()]
+        container = (run.get("launch") or {}).get("container")
+        cleaned = [f"stopped {len(found)} process(es)"] if found else []
+        if container:
+            removed = remove_container(container) if shutil.which("docker") else False
+            cleaned.append(f"container {container} {'removed' if removed else 'NOT removed'}")
+        reason = "interrupted: watcher stopped during this run (killed?); never validates"
+        if cleaned:
+            reason += "; " + ", ".join(cleaned)
+        if left:
+            reason += f"; still running: {', '.join(left)}"
+        run.update(
+            outcome="interrupted",
+            reason=reason,
+            finished_at=iso(utcnow()),
+            teardown={"leftovers": left, "container_removed": None},
+        )
+        run.pop("watcher", None)
+        record_run(store, run)
+        log.warning("smoke %s: %s", run["run_id"], reason)
+        out.append(run)
+    return out
 
 
 def recipe_or_error(cfg: Config, recipe_id: str) -> Recipe:

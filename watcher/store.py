@@ -6,7 +6,9 @@ Schema changes go through sqlite-utils `Migrations`, so an old database upgrades
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -234,6 +236,8 @@ class Store(CommentStore):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # private: SQLite's WAL files copy the mode
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self.db = sqlite_utils.Database(conn)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -455,11 +459,13 @@ class Store(CommentStore):
             ),
         )
 
-    def count_smoke_runs_since(self, at: str) -> int:
-        """Runs started at or after `at` (the daily budget counts these)."""
-        return self.db.execute(
-            "SELECT COUNT(*) FROM smoke_runs WHERE started_at >= ?", (at,)
-        ).fetchone()[0]
+    def count_smoke_runs_since(self, at: str, until: str | None = None) -> int:
+        """Runs started at or after `at` (and, given `until`, no later): the daily budget."""
+        sql, args = "SELECT COUNT(*) FROM smoke_runs WHERE started_at >= ?", [at]
+        if until is not None:
+            sql += " AND started_at <= ?"
+            args.append(until)
+        return self.db.execute(sql, args).fetchone()[0]
 
     def smoke_runs(
         self, recipe: str | None = None, limit: int | None = None

@@ -1,6 +1,6 @@
 """A fake `sglang.launch_server` for tests and `watcher demo`: no GPU, no model, same surface.
 
-    python -m watcher.fakeengine --port 30000 --mode ready --ready-delay 0.5
+    python -m watcher.fakes.engine --port 30000 --mode ready --ready-delay 0.5
 
 Modes: `ready` (binds the port after --ready-delay, then serves /health_generate, /health,
 /v1/models, /v1/chat/completions (streamed and not), /server_info, /get_server_info, /metrics,
