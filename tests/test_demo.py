@@ -40,7 +40,7 @@ def test_demo_offline_in_a_fresh_folder(tmp_path):
     for what in ("page:", "site:", "status:"):
         assert what in r.stdout
     page = (folder / "docs" / "engines" / "SGLANG.md").read_text()
-    assert "superseded by #45295 (merged)" in page and "(off-target)" in page
+    assert "fixed in vLLM #45295, first in v0.24.0" in page and "(off-target)" in page
     status = json.loads((folder / "site" / "status.json").read_text())
     assert status["pages"][0]["status"] == "ready-to-test"  # a fake engine never validates
     assert status["runs"]["smoke"][0]["outcome"] == "passed"

@@ -18,13 +18,7 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
-try:
-    from watcher.fakes.github.state import Unknown
-except ImportError:  # until branch `fakes` lands; then the state model's exception is the one
-
-    class Unknown(LookupError):  # type: ignore[no-redef]
-        """Not in the recorded history (the fake answers 503, never 404)."""
-
+from watcher.fakes.github.git import Unknown
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "history"
 RELEASE_TAG = re.compile(r"^v\d+(\.\d+)+(\.post\d+)?(rc\d+)?$")

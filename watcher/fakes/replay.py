@@ -20,9 +20,9 @@ from datetime import datetime
 from urllib.parse import unquote
 
 from watcher.fakes.github import FakeGitHub, Unknown
-from watcher.fakes.github.http import HTTPError, Reply
+from watcher.fakes.github.http import HTTPError
 from watcher.fakes.github.shapes_git import tree_entry, tree_json
-from watcher.fakes.github.util import iso, num
+from watcher.fakes.github.util import Reply, iso, num
 from watcher.fakes.github.util import sha as util_sha
 from watcher.fakes.history import History, RepoHistory, default_history, parse_time
 
