@@ -2,7 +2,9 @@
 
 A scenario lists repos; each repo's `commits` (in order; `tag` tags that commit, `contents`
 gives file bytes, `id` names it for `merge_commit`), `releases`, `threads` (issues and pulls,
-`kind` says which) and `timeline` (events or cross-references), applied in that order.
+`kind` says which) and `timeline` (events or cross-references), applied in that order. A commit
+that lists `files` without `contents` writes them as small placeholder files, so the scenario's
+trees hold the paths its commits touch (watched paths are checked against the tree).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def _seed_repo(gh: FakeGitHub, spec: dict) -> None:
     shas: dict[str, str] = {}
     for commit in spec.get("commits", ()):
         fields = {k: v for k, v in commit.items() if k not in ("id", "tag")}
+        if fields.get("files") and "contents" not in fields:
+            fields["contents"] = {f: f"# {f}\n" for f in fields["files"]}
         made = gh.add_commit(repo, **fields)
         if "id" in commit:
             shas[commit["id"]] = made["sha"]
