@@ -12,7 +12,7 @@ from watcher.cli import cli
 from watcher.config import load_config
 from watcher.cycle import run_cycle
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,6 +46,7 @@ def test_explain_traces_page_blocker_item(tmp_path):
     cfg = load_config(tmp_path / "watch.toml")
     with FakeGitHub() as gh:
         real_threads(gh)
+        load(gh, "sglang_code")  # the files the code items read
         from watcher.github import GitHubClient
 
         run_cycle(cfg, client=GitHubClient(gh.url))
