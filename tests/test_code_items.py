@@ -364,7 +364,9 @@ def test_hint_fixed_elsewhere_never_clears_but_is_shown(gh, tmp_path):
         {"item": "vllm-fix", "satisfied": True, "state": "merged", "text": sentence}
     ]
     page = (tmp_path / "P.md").read_text()
-    assert "— blocked" in page and f"Marlin pad fix in vLLM: {sentence}" in page
+    assert page.startswith("# P — blocked")
+    # the page keeps "#45295" from becoming an issue link with a zero-width joiner after "#"
+    assert f"Marlin pad fix in vLLM: {sentence}" in page.replace("\u200d", "")
     assert sentence in (tmp_path / "site" / "index.html").read_text()
     explained = cli(["explain", "marlin", "--config", str(cfg_path)], tmp_path, gh)
     assert f"vllm-fix: {sentence}" in explained.stdout
