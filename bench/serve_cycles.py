@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from watcher.config import load_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
-from watcher.fakes.scenarios import real_threads  # noqa: E402
+from watcher.fakes.scenarios import load, real_threads  # noqa: E402
 from watcher.lock import cycle_lock  # noqa: E402
 from watcher.schedule import locked_cycle  # noqa: E402
 
@@ -42,6 +42,7 @@ def main() -> None:
         cfg = load_config(tmp / "watch.toml")
         with FakeGitHub() as gh:
             real_threads(gh)
+            load(gh, "sglang_code")  # the files the shipped list's code items read
             os.environ["GITHUB_API_URL"] = gh.url
             os.environ["GITHUB_TOKEN"] = "test-token"
             print(f"{'cycle':>5}  {'requests':>8}  {'304s':>5}  {'rate spent':>10}  {'seconds':>7}")

@@ -364,8 +364,31 @@ def test_hint_fixed_elsewhere_never_clears_but_is_shown(gh, tmp_path):
         {"item": "vllm-fix", "satisfied": True, "state": "merged", "text": sentence}
     ]
     page = (tmp_path / "P.md").read_text()
-    assert "— blocked" in page and f"Marlin pad fix in vLLM: {sentence}" in page
+    assert page.startswith("# P — blocked")
+    # the page keeps "#45295" from becoming an issue link with a zero-width joiner after "#"
+    assert f"Marlin pad fix in vLLM: {sentence}" in page.replace("\u200d", "")
     assert sentence in (tmp_path / "site" / "index.html").read_text()
     explained = cli(["explain", "marlin", "--config", str(cfg_path)], tmp_path, gh)
     assert f"vllm-fix: {sentence}" in explained.stdout
     assert "hints (shown for information, never clear it)" in explained.stdout
+
+
+def test_an_unreadable_tree_is_said_not_guessed(gh, tmp_path):
+    """A tree GitHub cannot give (503: unknown is not missing): the commit stream is still read
+    and says it could not check its paths; a code item, which needs the tip, is marked stale."""
+    gh.add_commit(SGL, message="Marlin: pad", date="2026-01-10T00:00:00Z", contents={MARLIN: FIXED})
+    body = GUARD + (
+        f'[[item]]\nid = "c"\nrepo = "{SGL}"\nkind = "commits"\npaths = ["{MARLIN}"]\n'
+        'pattern = "pad"\n'
+    )
+    cfg_path = write_config(tmp_path, gh, body)
+    assert item_doc(cycle(cfg_path, gh), "guard")["state"] == "present"
+    gh.fail("GET", r"/git/trees/", status=503, times=-1, body={"message": "not recorded"})
+    report = cycle(cfg_path, gh)
+    commits = item_doc(report, "c")
+    assert commits["state"] == "matched" and not commits["stale"]
+    (warning,) = commits["warnings"]
+    assert warning.startswith("could not check that the watched paths still exist at the default")
+    assert "HTTP 503" in warning
+    guard = item_doc(report, "guard")
+    assert guard["state"] == "present" and guard["stale"] and "HTTP 503" in guard["error"]

@@ -49,15 +49,27 @@ def test_default_watch_list_is_valid():
         "sglang-marlin",
         "sglang-gdn",
         "sglang-releases",
+        "sglang-autoround-mapping",
+        "sglang-marlin-guard",
+        "sglang-gdn-spec-state",
+        "sglang-qwen35-eagle3",
     }
-    assert [b.id for b in cfg.blockers] == ["marlin-pad", "deltanet-rollback"]
-    assert cfg.blocker("marlin-pad").rule == "any"
-    assert cfg.blocker("deltanet-rollback").rule == "all"
-    assert (
-        "vllm-39931" not in cfg.blocker("deltanet-rollback").items
-    )  # a mislabelled PR never clears it
+    assert [b.id for b in cfg.blockers] == [
+        "marlin-pad",
+        "deltanet-rollback",
+        "eagle3-layer-capture",
+    ]
+    marlin, gdn = cfg.blocker("marlin-pad"), cfg.blocker("deltanet-rollback")
+    assert marlin.rule == "any"
+    # A fix in vLLM's own Marlin copy is a hint, never a fix in SGLang.
+    assert "vllm-40361" in marlin.hints and "vllm-40361" not in marlin.items
+    # Only SGLang's own code clears the GDN blocker; FLA and the vLLM threads are context.
+    assert gdn.items == ("sglang-gdn-spec-state",)
+    assert {"vllm-39931", "vllm-40124", "fla-rollback"} <= set(gdn.watch)
+    assert cfg.item("sglang-marlin-guard").ref == "latest-release"
     eagle, nospec = cfg.recipes
     assert eagle.spec_decode and "--speculative-algorithm" in eagle.command
+    assert "eagle3-layer-capture" in eagle.blockers
     assert not nospec.spec_decode and "--speculative-algorithm" not in nospec.command
     assert nospec.blockers == ("marlin-pad",)
     assert cfg.page("sglang").output == "docs/engines/SGLANG.md"
@@ -218,7 +230,7 @@ def test_validate_cli_exit_codes(tmp_path):
         env=env,
     )
     assert r.returncode == 0, r.stderr
-    assert "8 items, 2 blockers, 2 recipes, 1 pages" in r.stdout
+    assert "12 items, 3 blockers, 2 recipes, 1 pages" in r.stdout
 
 
 def test_init_writes_default_and_never_overwrites(tmp_path):

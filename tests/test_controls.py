@@ -12,7 +12,7 @@ from watcher.cli import cli
 from watcher.config import load_config
 from watcher.cycle import run_cycle
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,6 +47,7 @@ def test_explain_traces_page_blocker_item(tmp_path):
     cfg = load_config(tmp_path / "watch.toml")
     with FakeGitHub() as gh:
         real_threads(gh)
+        load(gh, "sglang_code")  # the files the code items read
         from watcher.github import GitHubClient
 
         run_cycle(cfg, client=GitHubClient(gh.url))
@@ -55,13 +56,14 @@ def test_explain_traces_page_blocker_item(tmp_path):
     r = runner.invoke(cli, ["explain", *cfg_arg])
     assert r.exit_code == 0, r.output
     assert "page sglang" in r.output and "blocker marlin-pad" in r.output
-    assert "superseded by #45295 (merged), first in v0.24.0" in r.output
+    assert "fixed in vLLM #45295, first in v0.24.0; not detected in SGLang" in r.output
     assert "context only (never clears it)" in r.output and "TurboQuant" in r.output
     r = runner.invoke(cli, ["explain", "marlin-pad", "--json", *cfg_arg])
     doc = json.loads(r.output)
-    assert doc["type"] == "blocker" and doc["status"] == "fix-merged"
-    assert [i["id"] for i in doc["items"]] == ["vllm-40361", "sglang-marlin"]
-    assert doc["items"][0]["url"] == "https://github.com/vllm-project/vllm/pull/40361"
+    assert doc["type"] == "blocker" and doc["status"] == "blocked"  # a hint never clears it
+    assert [i["id"] for i in doc["items"]] == ["sglang-autoround-mapping", "sglang-marlin-guard"]
+    assert [h["detail"]["id"] for h in doc["hints"]] == ["vllm-40361"]
+    assert doc["hints"][0]["detail"]["url"] == "https://github.com/vllm-project/vllm/pull/40361"
     r = runner.invoke(cli, ["explain", "vllm-39931", *cfg_arg])
     assert "context for: deltanet-rollback" in r.output and "clears: nothing" in r.output
     r = runner.invoke(cli, ["explain", "nope", *cfg_arg])
@@ -73,8 +75,9 @@ def test_snoozed_item_changes_are_marked(tmp_path):
         (REPO / "watch.toml")
         .read_text()
         .replace(
-            'label = "Marlin pad-sub-tile-n fix (our PR)"',
-            'label = "Marlin pad-sub-tile-n fix (our PR)"\n[item.snooze]\nuntil = 2099-01-01\nreason = "noisy"',
+            "label = \"vLLM's own Marlin pad-sub-tile-n fix\"",
+            "label = \"vLLM's own Marlin pad-sub-tile-n fix\""
+            '\n[item.snooze]\nuntil = 2099-01-01\nreason = "noisy"',
         )
     )
     (tmp_path / "watch.toml").write_text(text)
@@ -104,7 +107,7 @@ def test_transitions_caused_by_snoozed_items_trigger_nothing(tmp_path):
     assert worth_a_comment(dict(page_event))
     assert not worth_a_comment(dict(page_event, data={"snoozed": True}))
     now = datetime(2026, 11, 30, tzinfo=UTC)
-    items = {"vllm-40361": {"state": "merged"}}
+    items = {"sglang-autoround-mapping": {"state": "present"}}
     ev = evaluate(cfg, items, [], {}, now)
     assert ev.pages["sglang"].status == "ready-to-test"
     store = Store(tmp_path / "w.db")

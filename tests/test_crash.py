@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 TRIALS = int(os.environ.get("WATCHER_CRASH_TRIALS", "50"))
@@ -74,6 +74,8 @@ def test_sigkill_at_random_moments(tmp_path):
     killed = completed = 0
     with FakeGitHub(latency=0.01) as gh:
         real_threads(gh)
+        load(gh, "sglang_code")
+        load(gh, "sglang_loader_fix")  # SGLang's own fix: the page can move to ready-to-test
         gh.add_issue(*TRACKING, title="SGLang on 3090s: status")
         env["GITHUB_API_URL"] = gh.url
         cmd = [sys.executable, "-m", "watcher", "check-now", "--no-smoke"]

@@ -10,10 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 def world(tmp_path):
     with FakeGitHub() as gh:
         real_threads(gh)
+        load(gh, "sglang_code")  # the files the code items read, as they stood in April 2026
         shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
         yield gh, tmp_path
 
@@ -48,6 +50,10 @@ def watcher(args, cwd: Path, gh: FakeGitHub, **env):
     )
 
 
+def tip_of(gh: FakeGitHub, repo: str = "sgl-project/sglang") -> str:
+    return httpx.get(f"{gh.url}/repos/{repo}/branches/main").json()["commit"]["sha"][:7]
+
+
 def test_check_now_renders_the_truth(world):
     gh, folder = world
     r = watcher(["check-now", "--no-smoke"], folder, gh)
@@ -65,20 +71,25 @@ def test_check_now_renders_the_truth(world):
     assert items["fla-rollback"]["state"] == "matched"
     assert all(not i["stale"] for i in status["items"])
     assert set(status) >= {"generated_at", "pages", "blockers", "items", "runs"}
+    # SGLang's own code decides; vLLM's merged fix is a hint and clears nothing.
+    assert items["sglang-autoround-mapping"]["state"] == "absent"
+    assert items["sglang-gdn-spec-state"]["state"] == "present"
+    assert items["sglang-marlin"]["warnings"] == [
+        f"`sgl-kernel/csrc/gemm/marlin/gptq_marlin.cu` no longer exists at main ({tip_of(gh)}); "
+        "this rule cannot see new commits there"
+    ]
     blockers = {b["id"]: b for b in status["blockers"]}
-    assert blockers["marlin-pad"]["status"] == "fix-merged"
-    assert status["pages"][0]["id"] == "sglang" and status["pages"][0]["status"] in (
-        "blocked",
-        "ready-to-test",
-    )
+    assert blockers["marlin-pad"]["status"] == "blocked"
+    assert blockers["deltanet-rollback"]["status"] == "fix-merged"
+    assert status["pages"][0]["id"] == "sglang" and status["pages"][0]["status"] == "blocked"
 
     assert page.startswith("# SGLang — ")
-    # closed, superseded, released; the reference is inert (a zero-width joiner after the "#")
-    assert "fixed in vLLM #\u200d45295, first in v0.24.0" in page
+    # the reference is inert (a zero-width joiner after the "#")
+    assert "fixed in vLLM #\u200d45295, first in v0.24.0; not detected in SGLang" in page
     assert "TurboQuant" in page  # the real title beside the mislabel
     assert "## TL;DR" in page and "## Watch list" in page and "## When to revisit" in page
     assert "## What changed since the previous version" in page
-    assert "Marlin pad-sub-tile-n fix (our PR): first read, closed" in page
+    assert "vLLM's own Marlin pad-sub-tile-n fix: first read, closed" in page
 
     # second cycle, nothing changed upstream: only conditional requests, all 304, no rate-limit spend
     gh.reset_requests()
@@ -154,3 +165,4 @@ def test_first_run_without_network_is_useful(tmp_path):
     page = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
     assert page.startswith("# SGLang — not checked yet") and "could not reach GitHub" in page
     assert "## Watch list" in page and "vllm/pull/40361" in page and "docker run" in page
+    assert "auto_round.py" in page and "vLLM #\u200d40361 not read yet; not detected in SGLang" in page

@@ -75,11 +75,18 @@ def test_closed_without_merge_is_not_fixed(cfg):
     assert ev.blockers["marlin-pad"].status == "blocked"
 
 
-def test_superseded_by_merged_pr_is_fix_merged(cfg):
+def test_superseded_by_merged_pr_is_a_hint_not_a_fix(cfg):
     items = rows(
         **{"vllm-40361": {"state": "closed", "superseded_by": 45295, "superseded_state": "merged"}}
     )
     ev = evaluate(cfg, items, [], {}, NOW)
+    # vLLM fixed its own Marlin copy: shown as a hint, SGLang is still blocked
+    assert ev.blockers["marlin-pad"].status == "blocked"
+    assert ev.pages["sglang"].status == "blocked"
+
+
+def test_sglang_loader_fix_clears_marlin_pad(cfg):
+    ev = evaluate(cfg, rows(**{"sglang-autoround-mapping": "present"}), [], {}, NOW)
     assert ev.blockers["marlin-pad"].status == "fix-merged"
     # the no-spec recipe only needs marlin-pad: the page becomes ready to test, not validated
     assert ev.pages["sglang"].status == "ready-to-test"
@@ -91,11 +98,27 @@ def test_mislabelled_watch_item_never_clears(cfg):
     assert ev.blockers["deltanet-rollback"].status == "blocked"
 
 
-def test_rule_all_needs_every_item(cfg):
-    ev = evaluate(cfg, rows(**{"fla-rollback": "matched"}), [], {}, NOW)
-    assert ev.blockers["deltanet-rollback"].status == "blocked"
+def test_context_streams_never_clear_only_sglang_code_does(cfg):
     ev = evaluate(cfg, rows(**{"fla-rollback": "matched", "sglang-gdn": "matched"}), [], {}, NOW)
+    assert ev.blockers["deltanet-rollback"].status == "blocked"
+    ev = evaluate(cfg, rows(**{"sglang-gdn-spec-state": "absent"}), [], {}, NOW)
+    assert ev.blockers["deltanet-rollback"].status == "blocked"
+    ev = evaluate(cfg, rows(**{"sglang-gdn-spec-state": "present"}), [], {}, NOW)
     assert ev.blockers["deltanet-rollback"].status == "fix-merged"
+
+
+def test_rule_all_needs_every_item(tmp_path):
+    text = (REPO / "watch.toml").read_text()
+    text = text.replace(
+        'items = ["sglang-autoround-mapping", "sglang-marlin-guard"]\nrule = "any"',
+        'items = ["sglang-autoround-mapping", "sglang-marlin-guard"]\nrule = "all"',
+    )
+    (tmp_path / "watch.toml").write_text(text)
+    cfg = load_config(tmp_path / "watch.toml")
+    ev = evaluate(cfg, rows(**{"sglang-autoround-mapping": "present"}), [], {}, NOW)
+    assert ev.blockers["marlin-pad"].status == "blocked"
+    both = rows(**{"sglang-autoround-mapping": "present", "sglang-marlin-guard": "present"})
+    assert evaluate(cfg, both, [], {}, NOW).blockers["marlin-pad"].status == "fix-merged"
 
 
 def test_signature_in_latest_target_run_reproduces_whatever_upstream_says(cfg):
@@ -107,7 +130,7 @@ def test_signature_in_latest_target_run_reproduces_whatever_upstream_says(cfg):
 
 
 def test_off_target_runs_never_count(cfg):
-    items = rows(**{"vllm-40361": "merged"})
+    items = rows(**{"sglang-autoround-mapping": "present"})
     ev = evaluate(cfg, items, [run("sglang-nospec-tp1", "passed", target=False)], {}, NOW)
     assert ev.blockers["marlin-pad"].status == "fix-merged"
     assert ev.pages["sglang"].status == "ready-to-test"
@@ -172,7 +195,7 @@ def test_override_and_park_expire(tmp_path):
 
 
 def test_pure_and_transitions(cfg):
-    items = rows(**{"vllm-40361": "merged"})
+    items = rows(**{"sglang-autoround-mapping": "present"})
     a = evaluate(cfg, items, [], {}, NOW)
     b = evaluate(cfg, items, [], {}, NOW)
     assert a == b
@@ -180,6 +203,7 @@ def test_pure_and_transitions(cfg):
         "page:sglang": {"status": "blocked"},
         "blocker:marlin-pad": {"status": "blocked"},
         "blocker:deltanet-rollback": {"status": "blocked"},
+        "blocker:eagle3-layer-capture": {"status": "blocked"},
     }
     assert transitions(prev, a.statuses()) == [
         ("blocker:marlin-pad", "blocked", "fix-merged"),

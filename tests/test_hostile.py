@@ -10,7 +10,7 @@ from pathlib import Path
 from watcher.config import load_config
 from watcher.cycle import run_cycle
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 from watcher.github import GitHubClient
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +30,7 @@ def test_full_cycle_with_hostile_titles_leaks_nothing(tmp_path, monkeypatch):
     shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
     with FakeGitHub(tokens={TOKEN: "watcher-bot"}) as gh:
         real_threads(gh)
+        load(gh, "sglang_code")
         gh.update("vllm-project/vllm", 40124, title=HOSTILE_TITLE)
         gh.add_commit(
             "fla-org/flash-linear-attention",
@@ -64,6 +65,7 @@ def test_token_never_in_env_dump_or_errors(tmp_path, monkeypatch):
     shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
     with FakeGitHub(tokens={"other": "someone"}) as gh:
         real_threads(gh)
+        load(gh, "sglang_code")
         report = run_cycle(
             load_config(tmp_path / "watch.toml"), client=GitHubClient(gh.url), no_smoke=True
         )

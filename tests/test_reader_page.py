@@ -116,7 +116,7 @@ def test_the_hand_kept_pages_sections_are_kept(seeded):
     assert at == sorted(at)
     for kept in (
         "Two paths:",
-        "**Upstream Marlin landing**",
+        "**SGLang's loader keeps the mapping**",
         "**SGLang-side patch**",
         "doesn't roll back cleanly",
         "FlashKDA",

@@ -604,6 +604,45 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
 
 
 @cli.command()
+@click.argument("item_ids", nargs=-1, metavar="[ITEM]...")
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--since", required=True, help="Read commit streams from this date (2026-01-01).")
+@click.option(
+    "--as-of",
+    "as_of",
+    multiple=True,
+    help="Judge the rules as of this date (repeatable; default: now).",
+)
+@click.option("--show-unmatched", is_flag=True, help="Also list the commits the rules ignored.")
+@click.option("--json", "as_json", is_flag=True, help="Print the replay as JSON.")
+def backtest(
+    item_ids: tuple[str, ...],
+    config_path: str,
+    since: str,
+    as_of: tuple[str, ...],
+    show_unmatched: bool,
+    as_json: bool,
+) -> None:
+    """Replay commit and code items over history before trusting them.
+
+    For each date: the commits from --since up to it that each rule matches (and, with
+    --show-unmatched, those in its paths it ignored), and each code item's state at that date's
+    branch tip or newest release. Uses the same reads and matching as a cycle, conditional
+    requests through the store's cache, and says how many requests it spent.
+
+    Example: watcher backtest sglang-gdn --since 2026-01-01 --as-of 2026-03-01 --as-of 2026-04-30
+    """
+    from watcher.backtest import format_report, run_backtest
+
+    cfg = _config(config_path)
+    doc = run_backtest(cfg, item_ids, since, as_of, show_unmatched)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(format_report(doc, show_unmatched))
+
+
+@cli.command()
 @click.argument(
     "directory", default="watcher-demo", type=click.Path(file_okay=False, path_type=Path)
 )

@@ -20,7 +20,7 @@ from watcher.cycle import run_cycle
 from watcher.errors import WatcherError
 from watcher.evaluate import evaluate
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import SGLANG, VLLM, real_threads
+from watcher.fakes.scenarios import SGLANG, VLLM, load, real_threads
 from watcher.github import GitHubClient
 from watcher.hardware import GpuReading
 from watcher.store import Store, utcnow
@@ -63,7 +63,7 @@ def demo_config(url: str) -> str:
         + recipe(
             "sglang-eagle-tp1",
             "Demo: fake engine, EAGLE",
-            ["marlin-pad", "deltanet-rollback"],
+            ["marlin-pad", "deltanet-rollback", "eagle3-layer-capture"],
             True,
         )
         + recipe("sglang-nospec-tp1", "Demo: fake engine, no spec-decode", ["marlin-pad"], False)
@@ -134,6 +134,7 @@ def run_demo(folder: Path, say: Callable[[str], None]) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     with FakeGitHub() as gh, _env(GITHUB_API_URL=gh.url, GITHUB_TOKEN=DEMO_TOKEN):
         real_threads(gh)
+        load(gh, "sglang_code")  # the files the code items read, as they stood in April 2026
         gh.add_issue(*TRACKING, title="SGLang on RTX 3090s: status")
         # the world before: the Marlin fix is not merged yet, and SGLang's loader fix is not in
         gh.update(VLLM, 45295, state="open", merged=False, merged_at=None, closed_at=None)
@@ -145,7 +146,11 @@ def run_demo(folder: Path, say: Callable[[str], None]) -> dict[str, Path]:
         first = run_cycle(cfg, client=GitHubClient(gh.url), no_smoke=True)
         say(f"cycle 1: {first.summary()}; page: {_page_status(first)}")
 
-        say("upstream change: vllm#45295 merges, superseding the closed vllm#40361")
+        say(
+            "upstream change: SGLang's AutoRound loader keeps packed_modules_mapping; "
+            "vllm#45295 merges too (a hint: it fixes vLLM's own Marlin copy)"
+        )
+        load(gh, "sglang_loader_fix")
         gh.update(
             VLLM,
             45295,
