@@ -300,7 +300,12 @@ def render_pages(
 
 
 def poll_deadline(settings: Settings) -> float:
-    """Seconds the polling stage may take in all; each request also ends within `timeout`."""
+    """Seconds the polling stage may take in all; each request also ends within `timeout`.
+
+    `[watcher] cycle_timeout` when set, else max(60 s, 10 x timeout): one slow repository
+    must not hold the cycle lock for long."""
+    if settings.cycle_timeout is not None:
+        return settings.cycle_timeout
     return max(60.0, 10 * settings.timeout)
 
 
