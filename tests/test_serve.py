@@ -368,6 +368,37 @@ def test_status_says_when_checks_stopped(gh, tmp_path):
     assert as_json["freshness"]["serve"] is None
 
 
+def test_status_keeps_the_last_successful_read_apart_from_the_last_attempt(gh, tmp_path):
+    config = write_config(tmp_path, interval="30m")
+    runner = CliRunner()
+    assert (
+        runner.invoke(cli, ["check-now", "--config", str(config)], env=env_for(gh)).exit_code == 0
+    )
+    ok = json.loads(runner.invoke(cli, ["status", "--config", str(config), "--json"]).stdout)
+    read = ok["last_successful_read"]
+    assert read and ok["last_attempt"]["failed"] is False
+    site = json.loads((tmp_path / "site" / "status.json").read_text())["runs"]
+    assert site["last_successful_read"] == read
+    assert site["last_attempt"] == ok["last_attempt"]
+
+    # GitHub unreachable (nothing listens on the discard port): an attempt, not a read
+    down = dict(env_for(gh), GITHUB_API_URL="http://127.0.0.1:9")
+    assert runner.invoke(cli, ["check-now", "--config", str(config)], env=down).exit_code == 0
+    failed = json.loads(runner.invoke(cli, ["status", "--config", str(config), "--json"]).stdout)
+    assert failed["last_successful_read"] == read
+    assert failed["last_attempt"]["failed"] is True
+    assert failed["last_attempt"]["at"] >= ok["last_attempt"]["at"]  # stamps are to the second
+    site = json.loads((tmp_path / "site" / "status.json").read_text())["runs"]
+    assert site["last_attempt"] == failed["last_attempt"]
+
+    text = runner.invoke(cli, ["status", "--config", str(config)])
+    assert text.exit_code == 0
+    assert f"last successful read: {read} (" in text.stdout
+    assert f"last attempt: {failed['last_attempt']['at']} (" in text.stdout
+    assert "every read failed" in text.stdout
+    assert "warning: the last attempt read nothing from GitHub" in text.stderr
+
+
 def test_the_schedule_follows_the_config(tmp_path):
     path = write_config(tmp_path, interval="30m", jitter="2m", misfire_grace="10m")
     service = Service(load_config(path))

@@ -374,13 +374,16 @@ def serve(config_path: str, once: bool) -> None:
 def status(config_path: str, as_json: bool) -> None:
     """Show pages, blockers and items from the store, without polling.
 
-    Says how long ago the last check finished, and whether `serve` runs; warns on stderr when no
-    check finished for more than [watcher] stale_after x interval (checks have stopped).
+    Says how long ago the last check finished, when GitHub was last read successfully and when
+    it was last asked (apart, as in status.json), and whether `serve` runs; warns on stderr when
+    no check finished for more than [watcher] stale_after x interval (checks have stopped), and
+    when the last attempt read nothing.
 
     Example: watcher status
     """
     from watcher.evaluate import evaluate
-    from watcher.schedule import HEARTBEAT, freshness, freshness_lines
+    from watcher.schedule import HEARTBEAT, freshness, freshness_lines, read_lines
+    from watcher.site import last_attempt, last_checked_at
     from watcher.store import Store, utcnow
     from watcher.views import item_view
 
@@ -392,6 +395,7 @@ def status(config_path: str, as_json: bool) -> None:
         ev = evaluate(cfg, items, store.evaluation_runs(), store.statuses(), now)
         last = store.last_finished_cycle(polled_only=True)
         fresh = freshness(cfg, last, store.heartbeat(HEARTBEAT), now)
+        last_read, attempt = last_checked_at(store, items), last_attempt(store)
     finally:
         store.close()
     if as_json:
@@ -399,6 +403,9 @@ def status(config_path: str, as_json: bool) -> None:
             json.dumps(
                 {
                     "last_checked": (last or {}).get("finished_at"),
+                    # as in status.json: a cycle that read nothing is an attempt, not a read
+                    "last_successful_read": last_read,
+                    "last_attempt": attempt,
                     "freshness": fresh,
                     "pages": {
                         k: {"status": v.status, "reason": v.reason} for k, v in ev.pages.items()
@@ -414,6 +421,8 @@ def status(config_path: str, as_json: bool) -> None:
         )
         return
     lines, warnings = freshness_lines(fresh)
+    more_lines, more_warnings = read_lines(last_read, attempt, now)
+    lines, warnings = lines[:1] + more_lines + lines[1:], warnings + more_warnings
     for line in lines:
         click.echo(terminal_safe(line))
     for warning in warnings:
