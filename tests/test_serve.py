@@ -213,6 +213,59 @@ def test_sigint_mid_cycle_finishes_the_cycle_and_check_now_waits_out_the_lock(tm
     assert read_holder(lock) == {}  # released, and no longer names serve
 
 
+def test_ctrl_c_mid_poll_stops_check_now_at_once_and_keeps_the_last_state(tmp_path):
+    # Unlike serve (above), check-now is run by hand: Ctrl-C must not wait out slow reads.
+    with FakeGitHub() as gh:
+        seed(gh)
+        config = write_config(tmp_path, timeout="20s")
+        first = subprocess.run(
+            watcher_cmd("check-now", "--config", str(config)),
+            env=env_for(gh),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert first.returncode == 0, first.stderr
+        gh.add_issue("acme/engine", 7, title="Renamed upstream")  # the read that gets dropped
+        gh.latency = 10.0  # every answer now takes 10 s: the cycle is surely mid-poll
+        gh.requests.clear()
+        proc = subprocess.Popen(
+            watcher_cmd("check-now", "--config", str(config)),
+            env=env_for(gh),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_for(lambda: gh.requests, 30, "check-now to ask the fake GitHub")
+        proc.send_signal(signal.SIGINT)
+        signalled = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+        took = time.monotonic() - signalled
+
+    assert proc.returncode == 130, err
+    assert took < 2.0, f"took {took:.2f} s to stop"
+    assert "Traceback" not in err and "Aborted" not in err
+    interrupted = [line for line in err.splitlines() if "Interrupted" in line]
+    assert interrupted == [
+        "Interrupted while reading GitHub: kept the last stored state, nothing half-written "
+        "(0 of 2 items read this cycle were not saved; reads in flight were abandoned); "
+        "pages and site unchanged."
+    ], err
+    assert err.strip().splitlines()[-1] == interrupted[0]  # nothing after it
+    conn = sqlite3.connect(tmp_path / "data" / "watcher.db")
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        titles = dict(conn.execute("SELECT id, title FROM items"))
+    finally:
+        conn.close()
+    assert titles["demo-issue"] == "Crash at load on sm_86"
+    assert [c["id"] for c in finished_cycles(tmp_path / "data" / "watcher.db")] == [1]
+    assert read_holder(lock_path(tmp_path / "data")) == {}  # the lock names nobody
+
+
 def test_check_now_exits_75_naming_the_holder_while_the_lock_is_held(gh, tmp_path):
     config = write_config(tmp_path, lock_timeout="0.5s")
     with cycle_lock(tmp_path / "data", 0, "test-holder"):
