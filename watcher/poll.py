@@ -122,17 +122,18 @@ class Poller:
             key=str,
         )
         pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="poll")
+        interrupted = False
         try:
             list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
             results = pool.map(self._poll_counted, items)
-            out = {o.item_id: o for o in results}
-        except BaseException:
+            return {o.item_id: o for o in results}
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
             # Ctrl-C: start nothing more and do not wait for the reads in flight (a slow server
             # would hold the exit for up to `timeout`); their answers are dropped with the cycle.
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
-        return out
+            pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
 
     def _poll_counted(self, item: Item) -> Observation:
         obs = self.poll(item)
