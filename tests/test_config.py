@@ -98,6 +98,8 @@ def test_paths_are_relative_to_the_config(tmp_path):
         ),
         ('[watcher]\nconcurrency = "8"\n', "[watcher] key 'concurrency': must be int, got str '8'"),
         ('[watcher]\ninterval = "soon"\n', "[watcher] key 'interval': not a duration: 'soon'"),
+        ('[watcher]\ncycle_timeout = "1 min"\n', "[watcher] key 'cycle_timeout': not a duration"),
+        ('[watcher]\ncycle_timeout = "0s"\n', "[watcher] key 'cycle_timeout': must be positive"),
         ("[watcher]\nconcurrency = true\n", "[watcher] key 'concurrency': must be int, got bool"),
         (
             MINIMAL + '[[item]]\nid = "pr"\nrepo = "o/r"\nkind = "issue"\nnumber = 2\n',
@@ -185,6 +187,14 @@ def test_config_errors_name_file_table_and_key(tmp_path, text, expected):
 def test_missing_file_says_how_to_make_one(tmp_path):
     with pytest.raises(ConfigError, match="run `watcher init`"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_cycle_timeout_defaults_to_ten_request_timeouts_and_at_least_a_minute(tmp_path):
+    from watcher.cycle import poll_deadline
+
+    assert poll_deadline(parse("[watcher]\n", tmp_path).settings) == 200
+    assert poll_deadline(parse('[watcher]\ntimeout = "2s"\n', tmp_path).settings) == 60
+    assert poll_deadline(parse('[watcher]\ncycle_timeout = "90s"\n', tmp_path).settings) == 90
 
 
 def test_durations():

@@ -313,9 +313,7 @@ def test_dripping_headers_end_at_the_request_deadline(api):
     assert took < 3.0, f"took {took:.1f} s"
 
 
-def test_items_past_the_cycle_deadline_go_stale_and_the_cycle_finishes(tmp_path, api, monkeypatch):
-    import watcher.cycle
-
+def test_items_past_the_cycle_deadline_go_stale_and_the_cycle_finishes(tmp_path, api):
     def slow(n):
         def answer(req):
             time.sleep(0.6)
@@ -326,8 +324,8 @@ def test_items_past_the_cycle_deadline_go_stale_and_the_cycle_finishes(tmp_path,
     items = [issue_item(n) for n in range(1, 7)]
     for n in range(1, 7):
         api.on(f"/repos/o/r/issues/{n}", slow(n))
-    monkeypatch.setattr(watcher.cycle, "poll_deadline", lambda settings: 1.5)
-    cfg = cycle_config(tmp_path, api.url, items, extra="concurrency = 1\n")
+    # [watcher] cycle_timeout: the polling stage in all, here far below 6 x 0.6 s
+    cfg = cycle_config(tmp_path, api.url, items, extra='concurrency = 1\ncycle_timeout = "1.5s"\n')
     started = time.monotonic()
     report = run_cycle(cfg, no_smoke=True, client=client(api.url))
     assert time.monotonic() - started < 5
@@ -335,6 +333,10 @@ def test_items_past_the_cycle_deadline_go_stale_and_the_cycle_finishes(tmp_path,
     late = [e for e in report.item_errors.values() if "cycle's deadline" in e]
     assert late, report.item_errors
     assert (tmp_path / "P.md").exists()
+    views = {
+        v["id"]: v for v in json.loads((tmp_path / "site" / "status.json").read_text())["items"]
+    }
+    assert all(views[i]["stale"] for i, e in report.item_errors.items() if "cycle's deadline" in e)
 
 
 # ------------------------------------------------------------------ 8. pagination loops (reads)

@@ -213,6 +213,59 @@ def test_sigint_mid_cycle_finishes_the_cycle_and_check_now_waits_out_the_lock(tm
     assert read_holder(lock) == {}  # released, and no longer names serve
 
 
+def test_ctrl_c_mid_poll_stops_check_now_at_once_and_keeps_the_last_state(tmp_path):
+    # Unlike serve (above), check-now is run by hand: Ctrl-C must not wait out slow reads.
+    with FakeGitHub() as gh:
+        seed(gh)
+        config = write_config(tmp_path, timeout="20s")
+        first = subprocess.run(
+            watcher_cmd("check-now", "--config", str(config)),
+            env=env_for(gh),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert first.returncode == 0, first.stderr
+        gh.add_issue("acme/engine", 7, title="Renamed upstream")  # the read that gets dropped
+        gh.latency = 10.0  # every answer now takes 10 s: the cycle is surely mid-poll
+        gh.requests.clear()
+        proc = subprocess.Popen(
+            watcher_cmd("check-now", "--config", str(config)),
+            env=env_for(gh),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_for(lambda: gh.requests, 30, "check-now to ask the fake GitHub")
+        proc.send_signal(signal.SIGINT)
+        signalled = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+        took = time.monotonic() - signalled
+
+    assert proc.returncode == 130, err
+    assert took < 2.0, f"took {took:.2f} s to stop"
+    assert "Traceback" not in err and "Aborted" not in err
+    interrupted = [line for line in err.splitlines() if "Interrupted" in line]
+    assert interrupted == [
+        "Interrupted while reading GitHub: kept the last stored state, nothing half-written "
+        "(0 of 2 items read this cycle were not saved; reads in flight were abandoned); "
+        "pages and site unchanged."
+    ], err
+    assert err.strip().splitlines()[-1] == interrupted[0]  # nothing after it
+    conn = sqlite3.connect(tmp_path / "data" / "watcher.db")
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        titles = dict(conn.execute("SELECT id, title FROM items"))
+    finally:
+        conn.close()
+    assert titles["demo-issue"] == "Crash at load on sm_86"
+    assert [c["id"] for c in finished_cycles(tmp_path / "data" / "watcher.db")] == [1]
+    assert read_holder(lock_path(tmp_path / "data")) == {}  # the lock names nobody
+
+
 def test_check_now_exits_75_naming_the_holder_while_the_lock_is_held(gh, tmp_path):
     config = write_config(tmp_path, lock_timeout="0.5s")
     with cycle_lock(tmp_path / "data", 0, "test-holder"):
@@ -366,6 +419,37 @@ def test_status_says_when_checks_stopped(gh, tmp_path):
     assert as_json["freshness"]["stale"] is True
     assert as_json["freshness"]["stale_at"] == "2026-01-01T01:30:00Z"
     assert as_json["freshness"]["serve"] is None
+
+
+def test_status_keeps_the_last_successful_read_apart_from_the_last_attempt(gh, tmp_path):
+    config = write_config(tmp_path, interval="30m")
+    runner = CliRunner()
+    assert (
+        runner.invoke(cli, ["check-now", "--config", str(config)], env=env_for(gh)).exit_code == 0
+    )
+    ok = json.loads(runner.invoke(cli, ["status", "--config", str(config), "--json"]).stdout)
+    read = ok["last_successful_read"]
+    assert read and ok["last_attempt"]["failed"] is False
+    site = json.loads((tmp_path / "site" / "status.json").read_text())["runs"]
+    assert site["last_successful_read"] == read
+    assert site["last_attempt"] == ok["last_attempt"]
+
+    # GitHub unreachable (nothing listens on the discard port): an attempt, not a read
+    down = dict(env_for(gh), GITHUB_API_URL="http://127.0.0.1:9")
+    assert runner.invoke(cli, ["check-now", "--config", str(config)], env=down).exit_code == 0
+    failed = json.loads(runner.invoke(cli, ["status", "--config", str(config), "--json"]).stdout)
+    assert failed["last_successful_read"] == read
+    assert failed["last_attempt"]["failed"] is True
+    assert failed["last_attempt"]["at"] >= ok["last_attempt"]["at"]  # stamps are to the second
+    site = json.loads((tmp_path / "site" / "status.json").read_text())["runs"]
+    assert site["last_attempt"] == failed["last_attempt"]
+
+    text = runner.invoke(cli, ["status", "--config", str(config)])
+    assert text.exit_code == 0
+    assert f"last successful read: {read} (" in text.stdout
+    assert f"last attempt: {failed['last_attempt']['at']} (" in text.stdout
+    assert "every read failed" in text.stdout
+    assert "warning: the last attempt read nothing from GitHub" in text.stderr
 
 
 def test_the_schedule_follows_the_config(tmp_path):

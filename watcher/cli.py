@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import os
 import re
 import sqlite3  # stdlib, ~5 ms: the CLI turns database errors into one line
 import sys
@@ -283,7 +284,8 @@ def check_now(
     read with 401/403 (a wrong or expired token) the pages are still rendered, and it exits 1
     with the fix. When another cycle (`serve`,
     another check-now) holds the data folder's lock for longer than [watcher] lock_timeout, it
-    exits 75 and names the holder.
+    exits 75 and names the holder. Ctrl-C stops it at once (exit 130) with one line saying what
+    the database kept.
 
     Example: GITHUB_TOKEN=... watcher check-now --config watch.toml
     """
@@ -291,12 +293,15 @@ def check_now(
     from watcher.schedule import locked_cycle
 
     cfg = _config(config_path)
-    if dry_run:
-        # No lock: a dry run writes nothing and works on an SQLite backup of the database, which
-        # is a consistent snapshot even while another cycle is writing (WAL).
-        report = run_cycle(cfg, offline=offline, dry_run=True, no_smoke=no_smoke)
-    else:
-        report = locked_cycle(cfg, "check-now", offline=offline, no_smoke=no_smoke)
+    try:
+        if dry_run:
+            # No lock: a dry run writes nothing and works on an SQLite backup of the database,
+            # which is a consistent snapshot even while another cycle is writing (WAL).
+            report = run_cycle(cfg, offline=offline, dry_run=True, no_smoke=no_smoke)
+        else:
+            report = locked_cycle(cfg, "check-now", offline=offline, no_smoke=no_smoke)
+    except KeyboardInterrupt as e:
+        _interrupted(getattr(e, "kept", None))
     if report.offline_note:
         click.echo(f"warning: {report.offline_note}", err=True)
     if report.item_errors and report.offline_note and report.mode != "offline":
@@ -331,6 +336,20 @@ def check_now(
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
     if report.token_rejected:
         raise WatcherError(report.token_rejected)
+
+
+def _interrupted(kept: str | None) -> None:
+    """Ctrl-C: one line on what was kept, exit 130 at once.
+
+    By now the cycle has unwound: its transaction rolled back or committed, the store closed, the
+    lock released. Only reads still in flight remain, in worker threads that a normal exit would
+    wait for (up to `timeout`); their answers are dropped anyway, so exit without waiting.
+    """
+    line = kept or "Interrupted before the cycle began: nothing was read or changed."
+    click.echo(line, err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _print_dry_run(report) -> None:
@@ -374,13 +393,16 @@ def serve(config_path: str, once: bool) -> None:
 def status(config_path: str, as_json: bool) -> None:
     """Show pages, blockers and items from the store, without polling.
 
-    Says how long ago the last check finished, and whether `serve` runs; warns on stderr when no
-    check finished for more than [watcher] stale_after x interval (checks have stopped).
+    Says how long ago the last check finished, when GitHub was last read successfully and when
+    it was last asked (apart, as in status.json), and whether `serve` runs; warns on stderr when
+    no check finished for more than [watcher] stale_after x interval (checks have stopped), and
+    when the last attempt read nothing.
 
     Example: watcher status
     """
     from watcher.evaluate import evaluate
-    from watcher.schedule import HEARTBEAT, freshness, freshness_lines
+    from watcher.schedule import HEARTBEAT, freshness, freshness_lines, read_lines
+    from watcher.site import last_attempt, last_checked_at
     from watcher.store import Store, utcnow
     from watcher.views import item_view
 
@@ -392,6 +414,7 @@ def status(config_path: str, as_json: bool) -> None:
         ev = evaluate(cfg, items, store.evaluation_runs(), store.statuses(), now)
         last = store.last_finished_cycle(polled_only=True)
         fresh = freshness(cfg, last, store.heartbeat(HEARTBEAT), now)
+        last_read, attempt = last_checked_at(store, items), last_attempt(store)
     finally:
         store.close()
     if as_json:
@@ -399,6 +422,9 @@ def status(config_path: str, as_json: bool) -> None:
             json.dumps(
                 {
                     "last_checked": (last or {}).get("finished_at"),
+                    # as in status.json: a cycle that read nothing is an attempt, not a read
+                    "last_successful_read": last_read,
+                    "last_attempt": attempt,
                     "freshness": fresh,
                     "pages": {
                         k: {"status": v.status, "reason": v.reason} for k, v in ev.pages.items()
@@ -414,6 +440,8 @@ def status(config_path: str, as_json: bool) -> None:
         )
         return
     lines, warnings = freshness_lines(fresh)
+    more_lines, more_warnings = read_lines(last_read, attempt, now)
+    lines, warnings = lines[:1] + more_lines + lines[1:], warnings + more_warnings
     for line in lines:
         click.echo(terminal_safe(line))
     for warning in warnings:

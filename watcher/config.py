@@ -59,6 +59,7 @@ class Settings:
     stale_after: float = 3.0  # multiples of interval before the site says checks stopped
     concurrency: int = 8
     timeout: float = 20.0
+    cycle_timeout: float | None = None  # the polling stage in all; None: max(60 s, 10 x timeout)
     max_rate_limit_wait: float = 120.0
     lock_timeout: float = 60.0
     user_agent: str = "watcher/0.1 (+https://github.com)"
@@ -410,6 +411,7 @@ def _settings(r: _Reader | None) -> Settings:
         stale_after=r.get("stale_after", float, d.stale_after),
         concurrency=r.get("concurrency", int, d.concurrency),
         timeout=r.duration("timeout", d.timeout),
+        cycle_timeout=r.duration("cycle_timeout", d.cycle_timeout),
         max_rate_limit_wait=r.duration("max_rate_limit_wait", d.max_rate_limit_wait),
         lock_timeout=r.duration("lock_timeout", d.lock_timeout),
         user_agent=r.get("user_agent", str, d.user_agent),
@@ -418,6 +420,8 @@ def _settings(r: _Reader | None) -> Settings:
         r.fail("concurrency", "must be at least 1")
     if s.interval <= 0:
         r.fail("interval", "must be positive")
+    if s.cycle_timeout is not None and s.cycle_timeout <= 0:
+        r.fail("cycle_timeout", "must be positive")
     r.done()
     return s
 

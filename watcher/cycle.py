@@ -39,6 +39,36 @@ from watcher.store import Store, iso, utcnow
 log = logging.getLogger("watcher")
 
 
+class CycleInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a cycle, with one truthful line on what the database and files kept."""
+
+    def __init__(self, kept: str):
+        super().__init__(kept)
+        self.kept = kept
+
+
+def _interrupted_line(stage: str, read: int, items: int) -> str:
+    """What a Ctrl-C at `stage` left behind: each stage commits in one transaction, or not."""
+    if stage == "start":
+        return "Interrupted before GitHub was asked: nothing was read or changed."
+    if stage == "poll":
+        return (
+            "Interrupted while reading GitHub: kept the last stored state, nothing half-written "
+            f"({read} of {items} items read this cycle were not saved; reads in flight were "
+            "abandoned); pages and site unchanged."
+        )
+    if stage == "save":
+        return (
+            "Interrupted while saving: the transaction was rolled back, so the last stored state "
+            "is kept whole; pages and site unchanged."
+        )
+    return (
+        "Interrupted after this cycle's reads were saved: pages, comments or the site may still "
+        "show the previous cycle (each file is replaced whole or not at all); run "
+        "`watcher check-now` again to bring them up to date."
+    )
+
+
 @dataclass
 class CycleReport:
     """What a cycle did, for the log line, `--json` and tests."""
@@ -300,7 +330,12 @@ def render_pages(
 
 
 def poll_deadline(settings: Settings) -> float:
-    """Seconds the polling stage may take in all; each request also ends within `timeout`."""
+    """Seconds the polling stage may take in all; each request also ends within `timeout`.
+
+    `[watcher] cycle_timeout` when set, else max(60 s, 10 x timeout): one slow repository
+    must not hold the cycle lock for long."""
+    if settings.cycle_timeout is not None:
+        return settings.cycle_timeout
     return max(60.0, 10 * settings.timeout)
 
 
@@ -365,6 +400,7 @@ def _cycle(
     now = now or utcnow()
     at = iso(now)
     mode = "offline" if offline else "poll"
+    stage, poller = "start", None  # how far a Ctrl-C got: see _interrupted_line
     try:
         # Asked for on the tracking issue (notify's dashboard): snoozes, and a fresh re-read.
         cfg = with_snoozes(cfg, json.loads(store.notify_get("snoozes") or "{}"), now.date())
@@ -387,7 +423,9 @@ def _cycle(
             # past this deadline nothing more is asked: the items not yet read go stale
             client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
             try:
-                observations = Poller(client, cfg.settings.concurrency).poll_all(list(cfg.items))
+                poller = Poller(client, cfg.settings.concurrency)
+                stage = "poll"
+                observations = poller.poll_all(list(cfg.items))
             finally:
                 client.cycle_deadline = None
                 report.stats = client.stats.as_dict()
@@ -409,6 +447,7 @@ def _cycle(
                 report.token_rejected = token_rejected(list(report.item_errors.values()))
         elif offline:
             report.offline_note = "Rendered offline from the stored state; GitHub was not asked."
+        stage = "save"
         with store.transaction():
             if observations:
                 report.changes, item_events = apply_observations(
@@ -421,6 +460,7 @@ def _cycle(
             ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
             quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
             report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
+        stage = "saved"
         # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
         # readers and `watcher smoke` are never locked out; each result is stored as it lands.
         if write and not no_smoke and not offline:
@@ -469,6 +509,11 @@ def _cycle(
             # shows this cycle's comment failures. It writes status.json too, swapped in at once.
             report.site_error = _build_site(cfg, store, ev, report.status, report, now)
         return report
+    except KeyboardInterrupt as e:
+        if isinstance(e, CycleInterrupted):
+            raise
+        read = poller.finished if poller else 0
+        raise CycleInterrupted(_interrupted_line(stage, read, len(cfg.items))) from e
     finally:
         store.close()
 

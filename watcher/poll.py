@@ -114,18 +114,32 @@ class Poller:
         self.concurrency = concurrency
         self._tips: dict[tuple[str, str | None], Tip | GitHubError] = {}
         self._tips_lock = threading.Lock()
+        self.finished = 0  # items read (or failed) so far: what a Ctrl-C mid-poll drops
 
     def poll_all(self, items: list[Item]) -> dict[str, Observation]:
         keys = sorted(
             {(i.repo, ref_spec(i)) for i in items if i.kind in ("commits", "code") and i.paths},
             key=str,
         )
-        with ThreadPoolExecutor(
-            max_workers=max(1, self.concurrency), thread_name_prefix="poll"
-        ) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="poll")
+        interrupted = False
+        try:
             list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
-            results = pool.map(self.poll, items)
+            results = pool.map(self._poll_counted, items)
             return {o.item_id: o for o in results}
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            # Ctrl-C: start nothing more and do not wait for the reads in flight (a slow server
+            # would hold the exit for up to `timeout`); their answers are dropped with the cycle.
+            pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
+
+    def _poll_counted(self, item: Item) -> Observation:
+        obs = self.poll(item)
+        with self._tips_lock:
+            self.finished += 1
+        return obs
 
     def tip(self, repo: str, spec: str | None, raise_error: bool = True) -> Tip | None:
         """The tip of `spec` in `repo` (read once per poller); a read error is remembered too."""

@@ -361,6 +361,38 @@ def freshness_lines(f: dict[str, Any]) -> tuple[list[str], list[str]]:
     return lines, warnings
 
 
+def read_lines(
+    last_read: str | None, attempt: dict[str, Any], now: datetime
+) -> tuple[list[str], list[str]]:
+    """(lines, warnings) that keep the last successful read apart from the last attempt.
+
+    `last_read` and `attempt` are what status.json calls `last_successful_read` and
+    `last_attempt`: a cycle that asked GitHub and read nothing is an attempt, not a read.
+    """
+
+    def when(stamp: str | None) -> str:
+        seen = parse_iso(stamp)
+        if seen is None:
+            return "never"
+        return f"{iso(seen)} ({_human(round(max(0.0, (now - seen).total_seconds())))} ago)"
+
+    lines = [f"last successful read: {when(last_read)}"]
+    warnings = []
+    if attempt.get("at"):
+        failed = attempt.get("failed")
+        lines.append(
+            f"last attempt: {when(attempt['at'])}" + (", every read failed" if failed else "")
+        )
+        if failed:
+            warnings.append(
+                "the last attempt read nothing from GitHub (every read failed): pages show the "
+                "last successful read, marked stale; see `watcher check-now` for the errors"
+            )
+    else:
+        lines.append("last attempt: never")
+    return lines, warnings
+
+
 def _count(n: int | None, noun: str) -> str:
     n = n or 0
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
