@@ -1,4 +1,8 @@
-"""The `watcher` command line. Data goes to stdout; progress and logs to stderr."""
+"""The `watcher` command line. Data goes to stdout; progress and logs to stderr.
+
+Why one file of ~700 lines: it is the only module that imports click, one command per verb with
+its help text and example; the work itself lives in the stage modules.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ What a hostile or broken server can do is bounded here, once, for every caller:
 - answers are cleaned and checked against the shape their endpoint promises (watcher.answers);
 - credentials in `GITHUB_API_URL` (user:pass@host) never appear in an error, a log or a URL
   handed back.
+
+Why one file of ~600 lines: the transport's limits (origin, deadline, size, pagination, rate
+limits) must hold for every caller, so they are enforced in one place.
 """
 
 from __future__ import annotations

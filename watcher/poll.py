@@ -8,6 +8,9 @@ Rules must notice when they go blind: every watched path is checked against the 
 is read at (one tree read per repository and ref), and a commit stream either reads back to
 `since` or says how far back it read. The matching and reading functions are plain functions so
 `watcher backtest` replays history through the very same code.
+
+Why one file of ~650 lines: one state reader per item kind (issue, pull, commits, releases, code)
+plus the shared path checks; they share the rules above and the backtest imports them as one set.
 """
 
 from __future__ import annotations

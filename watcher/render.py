@@ -3,6 +3,9 @@
 Templates come from a `templates/` folder beside the config first (a maintainer's overrides), then
 from the package (installed wheel) or the checkout. Untrusted text (titles, commit subjects, log
 excerpts) goes through the `md` filter, which makes HTML and Markdown syntax inert.
+
+Why one file of ~700 lines: the page context, the `md` filter that makes upstream text inert, and
+status.json are one contract; keeping them together keeps the escaping rules in one place.
 """
 
 from __future__ import annotations
