@@ -262,3 +262,23 @@ def test_the_page_links_to_the_site_and_the_tracking_issue_when_configured(tmp_p
         "(https://club-3090.github.io/watch/page/sglang.html)"
         " · [tracking issue](https://github.com/club/guide/issues/7)." in page
     )
+
+
+def test_ready_to_test_with_a_blocker_still_open_says_so():
+    """One recipe clear while another still waits (the demo's state): the headline must not claim
+    that every upstream fix has landed."""
+    from watcher.prose import headline
+
+    partly = headline(
+        "ready-to-test",
+        since="2026-11-20T00:00:00Z",
+        now="2026-11-23T00:00:00Z",
+        open_blockers=1,
+        gpu="an RTX 3090",
+    )
+    assert partly == (
+        "ready to test for 3 days: one recipe's fixes have landed, not yet tested on an RTX 3090;"
+        " the others still wait on 1 upstream fix"
+    )
+    clear = headline("ready-to-test", since=None, now=None, open_blockers=0, gpu="an RTX 3090")
+    assert clear == "ready to test: the upstream fixes have landed, not yet tested on an RTX 3090"

@@ -104,6 +104,12 @@ def headline(
     if status == "blocked":
         return f"blocked{for_days} on {plural(open_blockers, 'upstream fix', 'upstream fixes')}"
     if status == "ready-to-test":
+        if open_blockers:  # one recipe is clear; another still waits (e.g. spec-decode)
+            still = plural(open_blockers, "upstream fix", "upstream fixes")
+            return (
+                f"ready to test{for_days}: one recipe's fixes have landed, not yet tested on"
+                f" {gpu}; the others still wait on {still}"
+            )
         return f"ready to test{for_days}: the upstream fixes have landed, not yet tested on {gpu}"
     if status == "validated":
         when = f" on {day(validated_run.get('started_at'))}" if validated_run else ""

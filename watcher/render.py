@@ -536,6 +536,7 @@ def page_context(
             gpu=gpu,
         ),
         "status_since": since,
+        "open_blockers": open_blockers,
         "gpu": gpu,
         "attempt": attempt,
         "last_read": prose.reader_when(last_checked) if last_checked else None,
