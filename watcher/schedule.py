@@ -61,12 +61,14 @@ def locked_cycle(
 def recover_smoke_runs(cfg: Config) -> None:
     """Never stops the cycle: a failure here is logged, and tried again next time.
 
-    watcher.smoke (and the httpx it needs) loads only when some run is still marked `started`.
+    watcher.smoke (and the httpx it needs) loads only when some run is still marked `started`;
+    asking SQL for one such row spares decoding every run the database ever kept.
     """
     try:
         store = Store(cfg.db_path)
         try:
-            if any(run.get("outcome") == "started" for run in store.smoke_runs()):
+            started = "SELECT 1 FROM smoke_runs WHERE outcome = 'started' LIMIT 1"
+            if store.db.execute(started).fetchone():
                 from watcher.smoke import recover_interrupted
 
                 recover_interrupted(cfg, store)
