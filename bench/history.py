@@ -1,4 +1,4 @@
-"""Seeded history for the benchmarks: N days of hourly checks of 10 items, cached on disk.
+"""Seeded history for the benchmarks: N days of hourly checks of every item, cached on disk.
 
 One day = 24 hourly checks of the shipped watch list plus two extra items (one observation per
 item per check, the worst case: the cycle stores one only on a change or an error), an event on
@@ -26,7 +26,7 @@ from watcher.cycle import run_cycle  # noqa: E402
 from watcher.store import Store, iso  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
-SEED_VERSION = "1"  # bump when make_history changes, so cached databases are seeded again
+SEED_VERSION = "2"  # bump when make_history changes, so cached databases are seeded again
 
 EXTRA_ITEMS = """
 [[item]]
@@ -48,6 +48,7 @@ STATES = {
     "pull": ["open", "draft", "open", "merged"],
     "commits": ["no-match", "matched"],
     "releases": ["v0.5.4", "v0.5.5", "v0.5.6", "v0.5.7"],
+    "code": ["absent", "present"],
 }
 
 

@@ -147,3 +147,30 @@ def test_site_is_the_same_as_with_the_old_reads(tmp_path, monkeypatch):
     for name in new:
         assert new[name] == old[name], name
     assert new["item/vllm-40361.html"].count("<tr>") >= 7
+
+
+def test_item_page_shows_the_newest_spans_and_counts_the_older_ones(tmp_path):
+    """What a page shows is bounded by HISTORY_LIMIT, not by the database's age."""
+    cfg = make_config(tmp_path)
+    last = seed(cfg)
+    limit = site_module.HISTORY_LIMIT
+    store = Store(cfg.db_path)
+    try:
+        for n in range(limit + 12):  # an error every other check: every observation is a span
+            at = (last + timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            error = None if n % 2 else "HTTP 502"
+            store.add_observation(
+                "vllm-40361", None, at, None if error else "open", "t", "f", {}, error
+            )
+        total = len(store.state_spans("vllm-40361", 10_000))
+        assert total > limit
+        pages = render_site(cfg, store, now=last + timedelta(hours=1))
+    finally:
+        store.close()
+    page = pages["item/vllm-40361.html"]
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    assert body.count("<tr>") == limit
+    assert f"The newest {limit} spans are shown; {total - limit} older spans are kept" in page
+    assert "WHERE item_id = 'vllm-40361' ORDER BY id DESC" in page
+    others = [p for name, p in pages.items() if name.startswith("item/") and "40361" not in name]
+    assert others and not any("older spans are kept" in p for p in others)

@@ -45,3 +45,16 @@ def test_explain_loads_neither_http_nor_templates(tmp_path):
     names = imported("-m", "watcher", "explain", cwd=tmp_path)
     assert "sqlite_utils" in names  # it reads the store...
     assert not names & set(HEAVY), names & set(HEAVY)  # ...and needs no HTTP client or jinja2
+
+
+def test_offline_cycle_then_status_load_no_http_client(tmp_path):
+    """`check-now --offline` renders (jinja2) but asks GitHub nothing, so it needs no HTTP client;
+    `status` afterwards reads the database that cycle wrote and renders nothing."""
+    shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
+    names = imported("-m", "watcher", "check-now", "--offline", cwd=tmp_path)
+    assert "jinja2" in names  # it rendered the pages...
+    assert not names & {"github", "httpx", "httpcore", "requests"}, names & {"github", "httpx"}
+    assert (tmp_path / "data" / "watcher.db").exists()
+    names = imported("-m", "watcher", "status", cwd=tmp_path)
+    assert "sqlite_utils" in names  # it read the store...
+    assert not names & {*HEAVY, "httpcore", "requests"}, names & set(HEAVY)

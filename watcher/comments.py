@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from watcher.answers import COMMENT, check
 from watcher.errors import GitHubError
-from watcher.github import GitHubClient, api_base_url, public_url
 
 log = logging.getLogger("watcher")
 
@@ -97,6 +96,8 @@ class GithubComments:
     ):
         import github
 
+        from watcher.github import GitHubClient, api_base_url
+
         self.repo, self.issue_number = repo, issue
         self.base_url = api_base_url(base_url)
         self._gh = github.Github(
@@ -130,6 +131,8 @@ class GithubComments:
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         import github
         import requests
+
+        from watcher.github import public_url
 
         try:
             return fn()
@@ -165,6 +168,8 @@ class GithubComments:
 
     def _write(self, what: str, verb: str, url: str, body: str, wanted: int) -> Comment:
         """One write; anything but `wanted` with a comment id in the answer is an error."""
+        from watcher.github import public_url
+
         status, headers, output = self._call(
             what, lambda: self._gh.requester.requestJson(verb, url, input={"body": body})
         )

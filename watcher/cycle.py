@@ -18,11 +18,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from watcher.config import Config, Settings
 from watcher.evaluate import Evaluation, evaluate, page_subjects, transitions
-from watcher.github import GitHubClient
 from watcher.notify import notify_status, run_notify
 from watcher.notify_plan import with_snoozes
 from watcher.poll import Observation, Poller
@@ -35,6 +34,9 @@ from watcher.render import (
 )
 from watcher.site import build_site
 from watcher.store import Store, iso, utcnow
+
+if TYPE_CHECKING:  # httpx loads only when a cycle polls (not for `--offline` or `status`)
+    from watcher.github import GitHubClient
 
 log = logging.getLogger("watcher")
 
@@ -411,6 +413,8 @@ def _cycle(
         own_client = None
         if not offline and cfg.items:
             if client is None:
+                from watcher.github import GitHubClient
+
                 own_client = client = GitHubClient(
                     cfg.settings.github_api_url,
                     etags={} if recheck else store.etags(),

@@ -21,20 +21,22 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from watcher.config import Config
-from watcher.cycle import CycleReport, run_cycle
 from watcher.errors import LockBusy, WatcherError
 from watcher.lock import cycle_lock
 from watcher.store import Store, iso, parse_iso, utcnow
+
+if TYPE_CHECKING:  # `watcher status` reads freshness from here without loading a cycle's modules
+    from watcher.cycle import CycleReport
 
 log = logging.getLogger("watcher")
 
 HEARTBEAT = "serve"
 CLOCK_CHECK_S = 5.0  # how often serve compares the wall clock with the monotonic one
 CLOCK_JUMP_S = 30.0  # a difference this large is a clock step (NTP slews far less)
-CycleFn = Callable[..., CycleReport]
+CycleFn = Callable[..., "CycleReport"]  # None where one is asked for: cycle.run_cycle
 
 
 def locked_cycle(
@@ -42,26 +44,34 @@ def locked_cycle(
     command: str,
     *,
     stop: threading.Event | None = None,
-    cycle: CycleFn = run_cycle,
+    cycle: CycleFn | None = None,
     **kwargs: Any,
 ) -> CycleReport:
     """One cycle under the data folder's lock: what `check-now` and every `serve` tick run.
 
     First, smoke runs a killed watcher left `started` are torn down and marked `interrupted`.
     """
+    if cycle is None:
+        from watcher.cycle import run_cycle as cycle
     with cycle_lock(cfg.data_dir, cfg.settings.lock_timeout, command, stop=stop):
         recover_smoke_runs(cfg)
         return cycle(cfg, **kwargs)
 
 
 def recover_smoke_runs(cfg: Config) -> None:
-    """Never stops the cycle: a failure here is logged, and tried again next time."""
-    from watcher.smoke import recover_interrupted
+    """Never stops the cycle: a failure here is logged, and tried again next time.
 
+    watcher.smoke (and the httpx it needs) loads only when some run is still marked `started`;
+    asking SQL for one such row spares decoding every run the database ever kept.
+    """
     try:
         store = Store(cfg.db_path)
         try:
-            recover_interrupted(cfg, store)
+            started = "SELECT 1 FROM smoke_runs WHERE outcome = 'started' LIMIT 1"
+            if store.db.execute(started).fetchone():
+                from watcher.smoke import recover_interrupted
+
+                recover_interrupted(cfg, store)
         finally:
             store.close()
     except Exception as e:  # noqa: BLE001 (the cycle matters more than the clean-up)
@@ -71,7 +81,7 @@ def recover_smoke_runs(cfg: Config) -> None:
 class Service:
     """The scheduler loop. `run()` returns the exit code."""
 
-    def __init__(self, cfg: Config, *, once: bool = False, cycle: CycleFn = run_cycle):
+    def __init__(self, cfg: Config, *, once: bool = False, cycle: CycleFn | None = None):
         self.cfg = cfg
         self.once = once
         self.cycle = cycle
@@ -256,7 +266,7 @@ class Service:
             store.close()
 
 
-def serve(cfg: Config, *, once: bool = False, cycle: CycleFn = run_cycle) -> int:
+def serve(cfg: Config, *, once: bool = False, cycle: CycleFn | None = None) -> int:
     return Service(cfg, once=once, cycle=cycle).run()
 
 

@@ -60,7 +60,10 @@ FEED_LIMIT = 200  # newest events in feed.xml
 TIMELINE_LIMIT = 100  # newest events on the index
 RUNS_LIMIT = 50  # newest smoke runs in the index table
 CHART_LIMIT = 200  # newest smoke runs in the charts
-HISTORY_LIMIT = 500  # newest state spans on an item page
+# Newest state spans on an item page: a year of hourly checks already fills it (the bench's
+# items make ~36 a year), so what the page shows does not grow with the database's age;
+# the page counts the older spans and says where they are kept.
+HISTORY_LIMIT = 30
 KEEP_FILES = ("CNAME", ".gitkeep")  # a maintainer's files in the site folder (and git-tracked ones)
 TAG_PREFIX = "tag:watcher,2026:"
 _CONTROL = re.compile(
@@ -282,13 +285,13 @@ def state_spans(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for s in spans:
         s.pop("key")
     spans.reverse()
-    return spans[:HISTORY_LIMIT]
+    return spans
 
 
 def history_rows(spans: list[dict[str, Any]]) -> list[SimpleNamespace]:
     """An item page's history rows, cleaned, as attribute objects.
 
-    Up to HISTORY_LIMIT rows per item: the templates read attributes (a dict makes jinja2 try
+    Up to HISTORY_LIMIT rows per item (older_spans counts the rest): the templates read attributes (a dict makes jinja2 try
     and fail `getattr` first), and the stored times and counts are ours, so only the upstream
     text is cleaned, once per distinct string.
     """
@@ -298,6 +301,14 @@ def history_rows(spans: list[dict[str, Any]]) -> list[SimpleNamespace]:
         SimpleNamespace(**{k: v if k in trusted else clean(v, memo) for k, v in s.items()})
         for s in spans
     ]
+
+
+def older_spans(store: Store, item_id: str, shown: int) -> int:
+    """How many of the item's spans the page leaves out: one count on the (item_id, id) index."""
+    total = store.db.execute(
+        "SELECT COUNT(*) FROM state_spans WHERE item_id = ?", (item_id,)
+    ).fetchone()[0]
+    return max(0, total - shown)
 
 
 def _fmt(value: Any, pattern: str) -> str | None:
@@ -660,6 +671,7 @@ def render_site(
     all_items = store.items()
     for item in ctx["items"]:
         history = history_rows(store.state_spans(item["id"], HISTORY_LIMIT))
+        older = older_spans(store, item["id"], len(history)) if len(history) >= HISTORY_LIMIT else 0
         details = clean((all_items.get(item["id"]) or {}).get("details") or {})
         commits = [
             dict(c, url=safe_href(c.get("url")))
@@ -668,7 +680,13 @@ def render_site(
         ][:20]
         item_events = [e for e in ctx["feed_events"] if e["subject"] == item["id"]]
         files[item["href"]] = env.get_template("site/item.html.j2").render(
-            **ctx, root="../", item=item, history=history, commits=commits, item_events=item_events
+            **ctx,
+            root="../",
+            item=item,
+            history=history,
+            older=older,
+            commits=commits,
+            item_events=item_events,
         )
     files["feed.xml"] = env.get_template("site/feed.xml.j2").render(**ctx)
     for page in ctx["pages"]:

@@ -39,8 +39,11 @@ class Due:
 
 
 def _snoozed(cfg: Config, item_id: str, now: datetime) -> bool:
-    item = next((i for i in cfg.items if i.id == item_id), None)
-    return bool(item and item.snooze and item.snooze.until >= now.date())
+    try:
+        item = cfg.item(item_id)  # the config's index, not a scan: this runs once per item event
+    except KeyError:
+        return False
+    return bool(item.snooze and item.snooze.until >= now.date())
 
 
 def _eligible(cfg: Config, recipe: Recipe, ev: Evaluation) -> bool:
