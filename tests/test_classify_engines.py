@@ -155,8 +155,8 @@ def test_every_builtin_family_has_literals():
         assert requirement(s.pattern).literals(), s.id
 
 
-def test_line_numbers_counted_on_demand_match_those_counted_as_it_goes(tmp_path):
-    """scan(path) counts newlines only once something matched, by reading the file again."""
+def test_line_numbers_counted_while_streaming_match_a_whole_log_count(tmp_path):
+    """scan(path) counts newlines block by block; the answer is the one a single block gives."""
     lines = [f"[2026-11-30 12:00:00] step {i} " + "x" * 60 for i in range(60_000)]  # ~5 MiB
     lines[20_000] = "torch.OutOfMemoryError: CUDA out of memory."  # block 2
     lines[50_000] = "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error"  # wins
@@ -164,9 +164,26 @@ def test_line_numbers_counted_on_demand_match_those_counted_as_it_goes(tmp_path)
     log.write_text("\n".join(lines) + "\n")
     for engine in ENGINES:
         c = Classifier(engine=engine)
-        on_demand = c.scan(log)
-        as_it_goes = c.scan_blocks(
-            log.read_bytes()[i : i + (1 << 20)] for i in range(0, log.stat().st_size, 1 << 20)
-        )
-        assert (on_demand.id, on_demand.line_no) == ("nccl", 50_001), engine
-        assert on_demand == as_it_goes, engine
+        streamed = c.scan(log)
+        assert (streamed.id, streamed.line_no) == ("nccl", 50_001), engine
+        assert streamed == c.scan_blocks([log.read_bytes()]), engine
+
+
+@pytest.mark.parametrize("shift", [-40, -20, -1, 0, 1, 20])
+def test_a_failure_straddling_the_files_block_edge_keeps_its_line_and_excerpt(tmp_path, shift):
+    """A wrapped failure cut by the 1 MiB read edge: same line number and excerpt as one block."""
+    failure = "RuntimeError: size_n = 96 is not divisible by\n    tile_n_size = 64\n"
+    head = "".join(f"INFO step {i:07d}\n" for i in range(((1 << 20) + shift) // 18))
+    head = head[: (1 << 20) + shift - 30]  # the failure starts 30 bytes (+shift) before the edge
+    head = head[: head.rfind("\n") + 1]
+    log = tmp_path / "run.log"
+    log.write_bytes((head + failure + "INFO after\n" * 20).encode())
+    want_line = head.count("\n") + 1
+    for engine in ENGINES:
+        c = Classifier(engine=engine)
+        streamed = c.scan(log)
+        whole = c.scan_blocks([log.read_bytes()])
+        assert (streamed.id, streamed.line_no) == ("marlin-tile-n", want_line), engine
+        assert streamed.line == whole.line, engine
+        # the lines around it may stop at a block edge (as before); the failure itself is there
+        assert "is not divisible by\n    tile_n_size = 64" in streamed.excerpt, engine
