@@ -1,6 +1,9 @@
 """Classifier throughput (MB/s) and peak memory, side by side with `grep -E -i` on the same file.
 
-    python bench/classifier.py [--size-mb 128] [--repeat 3]
+    python bench/classifier.py [--size-mb 128] [--repeat 3] [--before DIR]
+
+`--before DIR` also scans with the watcher package found in DIR (e.g. `git archive main` unpacked),
+interleaved with the others, so a change is measured before/after in the same run.
 
 The log is generated in a temporary folder (deleted afterwards): realistic SGLang-style lines,
 with no failure at all (every family scans the whole file), one failure line at the very end,
@@ -66,9 +69,9 @@ def generate(path: Path, size: int, tail: str | None, lines=LINES) -> None:
             f.write(tail.encode() + b"\n")
 
 
-def scan(path: Path, engine: str) -> tuple[float, int, str]:
+def scan(path: Path, engine: str, root: Path = ROOT) -> tuple[float, int, str]:
     out = subprocess.run(
-        [sys.executable, "-c", SCAN, str(path), str(ROOT), engine], capture_output=True, text=True
+        [sys.executable, "-c", SCAN, str(path), str(root), engine], capture_output=True, text=True
     )
     if out.returncode:
         raise SystemExit(out.stderr)
@@ -117,10 +120,19 @@ def row(name: str, mb: float, runs: list[tuple[float, int, str]]) -> str:
     )
 
 
+LABELS = {
+    "hyperscan": "watcher, hyperscan",
+    "python": "watcher, fallback",
+    "grep": "grep -E -i",
+    "before": "before, hyperscan",
+}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--size-mb", type=int, default=128)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--before", type=Path, help="also scan with the watcher package in this folder")
     a = p.parse_args()
     size = a.size_mb * 1024 * 1024
     ratios = []
@@ -144,18 +156,31 @@ def main() -> None:
             mb = os.path.getsize(log) / 1e6
             print(f"{case} ({mb:.0f} MB)")
             results = {}
-            for name in ("hyperscan", "python", "grep"):  # interleaved: one of each, repeat
+            names = ["hyperscan", "python", "grep"] + (["before"] if a.before else [])
+            for name in names:  # interleaved: one of each, repeat
                 results[name] = []
             for _ in range(a.repeat):
                 for name in results:
-                    results[name].append(grep(log) if name == "grep" else scan(log, name))
+                    results[name].append(
+                        grep(log)
+                        if name == "grep"
+                        else scan(log, "hyperscan", a.before)
+                        if name == "before"
+                        else scan(log, name)
+                    )
             for name, runs in results.items():
-                label = {"grep": "grep -E -i", "python": "watcher, fallback"}.get(name, name)
-                print(row(label if name != "hyperscan" else "watcher, hyperscan", mb, runs))
-            hs = statistics.median(r[0] for r in results["hyperscan"])
-            gr = statistics.median(r[0] for r in results["grep"])
-            ratios.append((case, hs / gr))
-            print(f"  time watcher (hyperscan) / grep: {hs / gr:.2f}")
+                print(row(LABELS[name], mb, runs))
+            gr = [r[0] for r in results["grep"]]
+            for name in ("hyperscan", "before") if a.before else ("hyperscan",):
+                # ratio of medians, and min/median/max over the runs paired by repetition
+                paired = sorted(w[0] / g for w, g in zip(results[name], gr, strict=True))
+                med = statistics.median(r[0] for r in results[name]) / statistics.median(gr)
+                print(
+                    f"  time {LABELS[name]} / grep: {med:.2f}"
+                    f" (paired runs {paired[0]:.2f}–{statistics.median(paired):.2f}–{paired[-1]:.2f})"
+                )
+                if name == "hyperscan":
+                    ratios.append((case, med))
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"(this driver process: {base:.1f} MiB peak RSS; the scans ran in child processes)")
     worst = max(r for _, r in ratios)
