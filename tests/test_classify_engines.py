@@ -16,7 +16,15 @@ import sys
 import pytest
 from test_classify import FAMILIES, MARLIN
 
-from watcher.classify import ANYTHING, ENGINES, FOLD, Classifier, requirement
+from watcher.classify import (
+    ANYTHING,
+    ENGINES,
+    FOLD,
+    Classifier,
+    _hyperscan_accepts,
+    hyperscan_pattern,
+    requirement,
+)
 from watcher.config import Signature
 from watcher.signatures import BUILTIN, all_signatures
 
@@ -63,6 +71,11 @@ ADVERSARIAL = [
     # a family's words spread over wrapped lines and extra whitespace
     ("Watchdog\n   caught   collective\toperation timeout", "nccl"),
     ("CUDA  out\n of memory", "cuda-oom"),
+    # whitespace Python's \s accepts and a byte-wise \s would not (hyperscan runs the regexes)
+    ("CUDA\u00a0out\u2003of\u3000memory", "cuda-oom"),
+    ("address\x1calready\x1fin\x85use", "port-in-use"),
+    ("port \u0663\u0660 is in use (Arabic-Indic digits are \\d)", "port-in-use"),
+    ("nccl\u200a error", "nccl"),  # a hair space is \s too
     # literals present, regex not: the filter says maybe, the regex says no
     ("divisible is not by size; kv cache is small; model not found nowhere", None),
     ("no such file or directory: 'notes.txt' (not a model file)", None),
@@ -187,3 +200,47 @@ def test_a_failure_straddling_the_files_block_edge_keeps_its_line_and_excerpt(tm
         assert streamed.line == whole.line, engine
         # the lines around it may stop at a block edge (as before); the failure itself is there
         assert "is not divisible by\n    tile_n_size = 64" in streamed.excerpt, engine
+
+
+def test_hyperscan_runs_every_builtin_regex_and_leaves_lookarounds_to_the_literals():
+    pytest.importorskip("hyperscan")
+    assert Classifier(engine="hyperscan").engine.families == set(range(len(BUILTIN)))
+    with_config = Classifier(SIGNATURE_SETS["with-config"], engine="hyperscan")
+    ids = [s.id for s in with_config.signatures]
+    assert ids.index("lookaround") not in with_config.engine.families  # back-reference
+    assert hyperscan_pattern(r"(?<!no )fatal") is None and hyperscan_pattern(r"(a)\1") is None
+    assert ids.index("non-ascii") in with_config.engine.families
+
+
+LINES = [a for a, _ in ADVERSARIAL] + ["call 555-1234-99 now", "Straße   IST kaputt"]
+
+
+def test_rewritten_regexes_match_whatever_python_matches():
+    """Python's match on the decoded text implies hyperscan's on the bytes, on random text."""
+    hyperscan = pytest.importorskip("hyperscan")
+    rnd = random.Random(4)
+    words = " ".join([*MARLIN, *FAMILIES.values(), *LINES]).split()
+    odd = ["\u00a0", "\x1c", "\u0131", "\u212a", "\u017f", "\u0663", "\udcff", "é", "\n", "''"]
+    signatures = [*BUILTIN, *EXTRA[1:]]
+    for s in signatures:
+        pattern = hyperscan_pattern(s.pattern)
+        assert pattern is not None and _hyperscan_accepts(pattern), s.id
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(
+            expressions=[pattern], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_SINGLEMATCH]
+        )
+        regex = re.compile(s.pattern)
+        matched = 0
+        for _ in range(300):
+            if rnd.random() < 0.5:  # random words, or a whole failure line
+                parts = rnd.sample(words, rnd.randint(1, 8))
+            else:
+                parts = rnd.choice([*MARLIN, *FAMILIES.values(), *LINES]).split(" ")
+            text = "".join(p + (rnd.choice(odd) if rnd.random() < 0.1 else " ") for p in parts)
+            data = encode(text)
+            hits: list = []
+            db.scan(data, match_event_handler=lambda *a, hits=hits: hits.append(a))
+            if regex.search(data.decode("utf-8", "replace")):
+                matched += 1
+                assert hits, (s.id, text)
+        assert matched or s not in BUILTIN, s.id

@@ -8,6 +8,7 @@ Families are ordered specific before generic: the lowest-index family seen anywh
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -162,88 +163,278 @@ def _folded(data: bytes) -> bytes:
     return data
 
 
+# ------------------------------------------------------------------ the family regexes in hyperscan
+#
+# Hyperscan can run most families' regexes themselves, so a block where the words all occur but the
+# regex cannot match (a near miss) never reaches Python. `hyperscan_pattern` rewrites a family's
+# parsed regex for hyperscan's byte matching so that it can only match MORE than Python's `re` on the
+# decoded text: every non-ASCII character (or invalid byte, decoded as U+FFFD) is a run of bytes
+# >= 0x80, so each one-character element also accepts `[\x80-\xff]+` where a non-ASCII character
+# could match it; the ASCII characters it accepts are asked of Python's `re` itself (with the
+# family's flags); anchors and `\b` are dropped (always true). A family with back-references or
+# look-arounds (or one hyperscan rejects) keeps the literal filter. When hyperscan reports no match
+# in a block, Python's regex cannot match there either; when it reports one, the regex runs on the
+# block as before, so the answer is the same.
+
+
+class Unsupported(Exception):
+    """A regex element hyperscan cannot over-approximate here."""
+
+
+NON_ASCII = rb"[\x80-\xff]+"
+FOLDED_LETTERS = frozenset("iksIKS")  # letters (?i) matches to a non-ASCII character too (FOLD)
+_CATEGORY = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+_CHAR_FLAGS = re.IGNORECASE | re.DOTALL | re.ASCII
+
+
+def hyperscan_pattern(pattern: str) -> bytes | None:
+    """`pattern` for hyperscan, matching at least what Python's `re` matches; None if it cannot."""
+    try:
+        parsed = re_parser.parse(pattern)
+        return _hs_sequence(parsed, parsed.state.flags)
+    except (Unsupported, re.error, RecursionError, ValueError, TypeError):
+        return None
+
+
+def _hs_sequence(items, flags: int) -> bytes:
+    return b"".join(_hs_node(op, av, flags) for op, av in items)
+
+
+def _hs_node(op, av, flags: int) -> bytes:
+    c = re_constants
+    if op is c.AT:
+        return b""  # ^ $ \A \Z \b \B: dropping a condition only matches more
+    if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
+        return _hs_char(op, av, flags)
+    if op is c.SUBPATTERN:
+        _group, add, remove, sub = av
+        return b"(?:" + _hs_sequence(sub, (flags | add) & ~remove) + b")"
+    if op is getattr(c, "ATOMIC_GROUP", None):
+        return b"(?:" + _hs_sequence(av, flags) + b")"
+    if op is c.BRANCH:
+        return b"(?:" + b"|".join(_hs_sequence(b, flags) for b in av[1]) + b")"
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
+        low, high, item = av  # lazy and possessive repeats match a subset of the greedy one's
+        bound = f"{{{low},}}" if high == c.MAXREPEAT else f"{{{low},{high}}}"
+        return b"(?:" + _hs_sequence(item, flags) + b")" + bound.encode()
+    raise Unsupported(op)  # back-references, look-arounds, conditionals
+
+
+def _hs_char(op, av, flags: int) -> bytes:
+    """One character: the ASCII bytes Python accepts, and non-ASCII runs where one could match."""
+    c = re_constants
+    ignorecase = bool(flags & re.IGNORECASE)
+    if op is c.LITERAL:
+        source, non_ascii = (
+            _char_source(av),
+            av >= 128 or (ignorecase and chr(av) in FOLDED_LETTERS),
+        )
+    elif op is c.NOT_LITERAL:
+        source, non_ascii = "[^" + _char_source(av) + "]", True
+    elif op is c.ANY:
+        source, non_ascii = ".", True
+    else:
+        parts, non_ascii = [], False
+        for kind, value in av:
+            if kind is c.NEGATE:
+                parts.insert(0, "^")
+                non_ascii = True
+            elif kind is c.LITERAL:
+                parts.append(_char_source(value))
+                non_ascii |= value >= 128 or (ignorecase and chr(value) in FOLDED_LETTERS)
+            elif kind is c.RANGE:
+                lo, hi = value
+                parts.append(_char_source(lo) + "-" + _char_source(hi))
+                folded = any(chr(x) in FOLDED_LETTERS for x in range(lo, min(hi, 127) + 1))
+                non_ascii |= hi >= 128 or (ignorecase and folded)
+            elif kind is c.CATEGORY and str(value) in _CATEGORY:
+                parts.append(_CATEGORY[str(value)])
+                non_ascii = True
+            else:
+                raise Unsupported(kind)
+        source = "[" + "".join(parts) + "]"
+    ascii_set = _ascii_accepted(source, flags & _CHAR_FLAGS)
+    alternatives = []
+    if ascii_set:
+        alternatives.append(_byte_class(ascii_set))
+    if non_ascii:
+        alternatives.append(NON_ASCII)
+    if not alternatives:
+        raise Unsupported(op)
+    return alternatives[0] if len(alternatives) == 1 else b"(?:" + b"|".join(alternatives) + b")"
+
+
+@functools.lru_cache(maxsize=1024)
+def _ascii_accepted(source: str, flags: int) -> tuple[int, ...]:
+    """The ASCII characters Python accepts (folding included), in Unicode and in ASCII mode."""
+    modes = [re.compile(source, flags | m) for m in (0, re.ASCII)]
+    return tuple(x for x in range(128) if any(m.fullmatch(chr(x)) for m in modes))
+
+
+def _byte_class(codes) -> bytes:
+    """`[...]` of these byte values, as ranges (hyperscan limits a pattern's length)."""
+    codes, out, i = sorted(codes), [], 0
+    while i < len(codes):
+        j = i
+        while j + 1 < len(codes) and codes[j + 1] == codes[j] + 1:
+            j += 1
+        out.append(b"\\x%02x" % codes[i] + (b"-\\x%02x" % codes[j] if j > i else b""))
+        i = j + 1
+    return b"[" + b"".join(out) + b"]"
+
+
+def _char_source(code: int) -> str:
+    return f"\\U{code:08x}"
+
+
+def _hs_literal(literal: str) -> bytes:
+    """A lower-case literal for a caseless hyperscan pass over raw (unfolded) bytes."""
+    folds: dict[str, list[bytes]] = {}
+    for raw, letter in FOLD:
+        folds.setdefault(letter.decode(), []).append(raw)
+    out = []
+    for ch in literal:
+        esc = b"\\x%02x" % ord(ch)
+        if ch in folds:
+            alts = [esc, *(b"".join(b"\\x%02x" % x for x in r) for r in folds[ch])]
+            out.append(b"(?:" + b"|".join(alts) + b")")
+        else:
+            out.append(esc)
+    return b"".join(out)
+
+
 class FindEngine:
     """Pure Python: `bytes.find` on the lower-cased block, one literal at a time, on demand."""
 
     name = "python"
+    families: frozenset[int] = frozenset()  # decides no family by its regex: literals only
 
-    def __init__(self, literals: set[str]):
-        self.literals = literals
+    def __init__(self, needs: list[Need], regexes: dict[int, bytes] | None = None):
+        self.literals = set().union(*(n.literals() for n in needs))
 
-    def present(self, data: bytes) -> Callable[[str], bool]:
+    def present(self, data: bytes) -> Callable[[str | int], bool]:
         low = _folded(data).lower()
-        seen: dict[str, bool] = {}
+        seen: dict[str | int, bool] = {}
 
-        def present(literal: str) -> bool:
+        def present(literal: str | int) -> bool:
             if literal not in seen:
-                seen[literal] = literal.encode() in low
+                seen[literal] = str(literal).encode() in low
             return seen[literal]
 
         return present
 
 
 class HyperscanEngine:
-    """Hyperscan: every literal of every family in one pass over the block (caseless)."""
+    """Hyperscan, one pass per block: the families' regexes where it can run them (`families`),
+    and the literals of the others (caseless), over the raw bytes."""
 
     name = "hyperscan"
 
-    def __init__(self, literals: set[str]):
+    def __init__(self, needs: list[Need], regexes: dict[int, bytes] | None = None):
         import hyperscan
 
-        self.names = sorted(literals)
-        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        flags = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
-        self.db.compile(
-            expressions=[re.escape(x).encode() for x in self.names],
-            ids=list(range(len(self.names))),
-            elements=len(self.names),
-            flags=[flags] * len(self.names),
+        self.db, self.keys, self.families = _hyperscan_database(
+            tuple(needs), tuple(sorted((regexes or {}).items()))
         )
-        self.scratch = hyperscan.Scratch(self.db)
+        self.scratch = hyperscan.Scratch(self.db) if self.db is not None else None
 
-    def present(self, data: bytes) -> Callable[[str], bool]:
-        found: set[str] = set()
-        names = self.names
+    def present(self, data: bytes) -> Callable[[str | int], bool]:
+        found: set[str | int] = set()
+        keys = self.keys
 
-        def on_match(literal_id, _start, _end, _flags, _context):
-            found.add(names[literal_id])
+        def on_match(key_id, _start, _end, _flags, _context):
+            found.add(keys[key_id])
 
-        if self.names:
-            self.db.scan(_folded(data), match_event_handler=on_match, scratch=self.scratch)
+        if self.db is not None:
+            self.db.scan(data, match_event_handler=on_match, scratch=self.scratch)
         return found.__contains__
 
 
+@functools.lru_cache(maxsize=8)
+def _hyperscan_database(needs: tuple[Need, ...], regexes: tuple[tuple[int, bytes], ...]):
+    """(database, key of each id, families decided by regex), compiled once per process.
+
+    A family whose rewritten regex hyperscan rejects (too large, may match empty) falls back to
+    its literals."""
+    import hyperscan
+
+    families = dict(regexes)
+    while True:
+        literals = sorted(
+            set().union(*(n.literals() for i, n in enumerate(needs) if i not in families))
+        )
+        keys: list[str | int] = [*literals, *families]
+        expressions = [_hs_literal(x) for x in literals] + list(families.values())
+        caseless = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
+        flags = [caseless] * len(literals) + [hyperscan.HS_FLAG_SINGLEMATCH] * len(families)
+        if not keys:
+            return None, [], frozenset()
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        try:
+            db.compile(
+                expressions=expressions, ids=list(range(len(keys))), elements=len(keys), flags=flags
+            )
+            return db, keys, frozenset(families)
+        except hyperscan.error:
+            rejected = [i for i, pattern in families.items() if not _hyperscan_accepts(pattern)]
+            if not rejected:
+                raise
+            for i in rejected:
+                del families[i]
+
+
+def _hyperscan_accepts(pattern: bytes) -> bool:
+    import hyperscan
+
+    try:
+        hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(
+            expressions=[pattern], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_SINGLEMATCH]
+        )
+        return True
+    except hyperscan.error:
+        return False
+
+
 class NoFilter:
-    """No literal pass: every family's regex runs on every block (the reference, and `before`)."""
+    """No filter: every family's regex runs on every block (the reference, and `before`)."""
 
     name = "none"
+    families: frozenset[int] = frozenset()
 
-    def __init__(self, literals: set[str]):
-        self.literals = literals
+    def __init__(self, needs: list[Need], regexes: dict[int, bytes] | None = None):
+        pass
 
-    def present(self, data: bytes) -> Callable[[str], bool]:
+    def present(self, data: bytes) -> Callable[[str | int], bool]:
         return lambda literal: True
 
 
 ENGINES = ("hyperscan", "python", "none")
 
 
-def literal_engine(literals: set[str], name: str | None = None):
+def filter_engine(needs: list[Need], regexes: dict[int, bytes], name: str | None = None):
     """Hyperscan when it is installed, else the pure-Python finder; `none` filters nothing.
 
     WATCHER_CLASSIFIER_ENGINE=python (or none) picks another; all of them find the same family.
+    `regexes` (family index -> rewritten regex) are used by hyperscan only.
     """
     name = name or os.environ.get("WATCHER_CLASSIFIER_ENGINE") or "hyperscan"
     if name not in ENGINES:
         raise WatcherError(f"WATCHER_CLASSIFIER_ENGINE={name}: use one of {', '.join(ENGINES)}")
     if name == "none":
-        return NoFilter(literals)
+        return NoFilter(needs)
     if name == "hyperscan":
         try:
-            return HyperscanEngine(literals)
+            return HyperscanEngine(needs, regexes)
         except ImportError:
             pass
-    return FindEngine(literals)
+    return FindEngine(needs)
 
 
 def _clip(line: str) -> str:
@@ -293,8 +484,10 @@ class Classifier:
         self._compiled = [re.compile(s.pattern) for s in self.signatures]
         self._needs = [requirement(s.pattern) for s in self.signatures]
         self._covers = [sorted(n.cover() or (), key=len, reverse=True) for n in self._needs]
-        literals = set().union(*(n.literals() for n in self._needs))
-        self.engine = literal_engine(literals, engine)
+        regexes = {
+            i: hs for i, s in enumerate(self.signatures) if (hs := hyperscan_pattern(s.pattern))
+        }
+        self.engine = filter_engine(self._needs, regexes, engine)
 
     def _search(self, i: int, data: bytes, text: str) -> tuple[int, int] | None:
         """Byte span of family i's first match in data (decoded as `text`), or None."""
@@ -314,13 +507,18 @@ class Classifier:
         best_index = len(self._compiled)
         carry = b""
         lines_before = 0  # newlines in the log before data[0]
+        families = self.engine.families
         for chunk in blocks:
             data = carry + chunk
             present = self.engine.present(data)  # one pass: which literals occur in this block
             text = None
             for i in range(best_index):
-                cover = self._covers[i]
-                if cover and not any(map(present, cover)) or not self._needs[i].holds(present):
+                if i in families:  # hyperscan ran an over-matching form of the regex itself
+                    if not present(i):
+                        continue
+                elif (cover := self._covers[i]) and not any(map(present, cover)):
+                    continue
+                elif not self._needs[i].holds(present):
                     continue
                 text = _decode(data) if text is None else text
                 span = self._search(i, data, text)
