@@ -181,7 +181,7 @@ class Unsupported(Exception):
     """A regex element hyperscan cannot over-approximate here."""
 
 
-NON_ASCII = rb"[\x80-\xff]+"
+CHAR_OPS = (re_constants.LITERAL, re_constants.NOT_LITERAL, re_constants.ANY, re_constants.IN)
 FOLDED_LETTERS = frozenset("iksIKS")  # letters (?i) matches to a non-ASCII character too (FOLD)
 _CATEGORY = {
     "CATEGORY_DIGIT": r"\d",
@@ -211,8 +211,8 @@ def _hs_node(op, av, flags: int) -> bytes:
     c = re_constants
     if op is c.AT:
         return b""  # ^ $ \A \Z \b \B: dropping a condition only matches more
-    if op in (c.LITERAL, c.NOT_LITERAL, c.ANY, c.IN):
-        return _hs_char(op, av, flags)
+    if op in CHAR_OPS:
+        return _hs_chars(op, av, flags, 1, 1)
     if op is c.SUBPATTERN:
         _group, add, remove, sub = av
         return b"(?:" + _hs_sequence(sub, (flags | add) & ~remove) + b")"
@@ -222,13 +222,38 @@ def _hs_node(op, av, flags: int) -> bytes:
         return b"(?:" + b"|".join(_hs_sequence(b, flags) for b in av[1]) + b")"
     if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
         low, high, item = av  # lazy and possessive repeats match a subset of the greedy one's
+        if len(item) == 1 and item[0][0] in CHAR_OPS:  # one class, repeated: counted in bytes
+            return _hs_chars(*item[0], flags, low, None if high == c.MAXREPEAT else high)
         bound = f"{{{low},}}" if high == c.MAXREPEAT else f"{{{low},{high}}}"
         return b"(?:" + _hs_sequence(item, flags) + b")" + bound.encode()
     raise Unsupported(op)  # back-references, look-arounds, conditionals
 
 
-def _hs_char(op, av, flags: int) -> bytes:
-    """One character: the ASCII bytes Python accepts, and non-ASCII runs where one could match."""
+def _hs_chars(op, av, flags: int, low: int, high: int | None) -> bytes:
+    """`low` to `high` (None: no limit) characters of one class, as one byte class: the ASCII
+    bytes Python accepts, plus 0x80-0xff where a non-ASCII character could match; such a
+    character (or an invalid byte, decoded as U+FFFD) takes 1 to 4 bytes."""
+    ascii_set, non_ascii = _hs_char(op, av, flags)
+    if op is re_constants.LITERAL and av < 128 and non_ascii and (low, high) == (1, 1):
+        # i, k or s under (?i): the exact UTF-8 of the letters Python folds to it (FOLD)
+        folds = [raw for raw, letter in FOLD if letter == chr(av).lower().encode()]
+        spelled = [b"".join(b"\\x%02x" % x for x in raw) for raw in folds]
+        return b"(?:" + b"|".join([_byte_class(ascii_set), *spelled]) + b")"
+    codes = [*ascii_set, *(range(0x80, 0x100) if non_ascii else ())]
+    if not codes:
+        raise Unsupported(op)
+    width = 4 if non_ascii else 1
+    if high is None:
+        bound = f"{{{low},}}"
+    elif (low, high * width) == (1, 1):
+        bound = ""
+    else:
+        bound = f"{{{low},{high * width}}}"
+    return _byte_class(codes) + bound.encode()
+
+
+def _hs_char(op, av, flags: int) -> tuple[tuple[int, ...], bool]:
+    """One character: the ASCII bytes Python accepts, and whether a non-ASCII one could match."""
     c = re_constants
     ignorecase = bool(flags & re.IGNORECASE)
     if op is c.LITERAL:
@@ -261,14 +286,7 @@ def _hs_char(op, av, flags: int) -> bytes:
                 raise Unsupported(kind)
         source = "[" + "".join(parts) + "]"
     ascii_set = _ascii_accepted(source, flags & _CHAR_FLAGS)
-    alternatives = []
-    if ascii_set:
-        alternatives.append(_byte_class(ascii_set))
-    if non_ascii:
-        alternatives.append(NON_ASCII)
-    if not alternatives:
-        raise Unsupported(op)
-    return alternatives[0] if len(alternatives) == 1 else b"(?:" + b"|".join(alternatives) + b")"
+    return ascii_set, non_ascii
 
 
 @functools.lru_cache(maxsize=1024)
