@@ -168,10 +168,11 @@ def _folded(data: bytes) -> bytes:
 # Hyperscan can run most families' regexes themselves, so a block where the words all occur but the
 # regex cannot match (a near miss) never reaches Python. `hyperscan_pattern` rewrites a family's
 # parsed regex for hyperscan's byte matching so that it can only match MORE than Python's `re` on the
-# decoded text: every non-ASCII character (or invalid byte, decoded as U+FFFD) is a run of bytes
-# >= 0x80, so each one-character element also accepts `[\x80-\xff]+` where a non-ASCII character
-# could match it; the ASCII characters it accepts are asked of Python's `re` itself (with the
-# family's flags); anchors and `\b` are dropped (always true). A family with back-references or
+# decoded text: every non-ASCII character (or invalid UTF-8, decoded as U+FFFD) is 1 to 4 bytes
+# >= 0x80, so a one-character element where a non-ASCII character could match also accepts bytes
+# 0x80-0xff, 1 to 4 of them per character (a repeat's bounds are counted in bytes); the ASCII
+# characters it accepts are asked of Python's `re` itself (with the family's flags); the letters
+# (?i) folds to i, k and s are spelled from FOLD; anchors and `\b` are dropped (always true). A family with back-references or
 # look-arounds (or one hyperscan rejects) keeps the literal filter. When hyperscan reports no match
 # in a block, Python's regex cannot match there either; when it reports one, the regex runs on the
 # block as before, so the answer is the same.
@@ -391,7 +392,7 @@ def _hyperscan_database(needs: tuple[Need, ...], regexes: tuple[tuple[int, bytes
         keys: list[str | int] = [*literals, *families]
         expressions = [_hs_literal(x) for x in literals] + list(families.values())
         caseless = hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH
-        flags = [caseless] * len(literals) + [hyperscan.HS_FLAG_SINGLEMATCH] * len(families)
+        flags = [caseless] * len(literals) + [_regex_flags()] * len(families)
         if not keys:
             return None, [], frozenset()
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
@@ -408,12 +409,20 @@ def _hyperscan_database(needs: tuple[Need, ...], regexes: tuple[tuple[int, bytes
                 del families[i]
 
 
+def _regex_flags() -> int:
+    """Prefilter mode: hyperscan may simplify a regex so it matches more, never less (its
+    documented contract), which is all the gate needs, and is faster on keyword-dense logs."""
+    import hyperscan
+
+    return hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_PREFILTER
+
+
 def _hyperscan_accepts(pattern: bytes) -> bool:
     import hyperscan
 
     try:
         hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(
-            expressions=[pattern], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_SINGLEMATCH]
+            expressions=[pattern], ids=[0], elements=1, flags=[_regex_flags()]
         )
         return True
     except hyperscan.error:
