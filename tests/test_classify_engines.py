@@ -168,8 +168,8 @@ def test_every_builtin_family_has_literals():
         assert requirement(s.pattern).literals(), s.id
 
 
-def test_line_numbers_counted_while_streaming_match_a_whole_log_count(tmp_path):
-    """scan(path) counts newlines block by block; the answer is the one a single block gives."""
+def test_line_numbers_counted_on_demand_match_a_whole_log_count(tmp_path):
+    """scan(path) counts newlines only once something matched, by reading the file again."""
     lines = [f"[2026-11-30 12:00:00] step {i} " + "x" * 60 for i in range(60_000)]  # ~5 MiB
     lines[20_000] = "torch.OutOfMemoryError: CUDA out of memory."  # block 2
     lines[50_000] = "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error"  # wins
