@@ -186,6 +186,9 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
             ).encode()
         )
         logf.flush()
+        # built before launch: compiling the families (hyperscan, ~0.3 s) must not widen the
+        # window in which the engine runs and a SIGTERM finds no teardown in place
+        classifier = Classifier(all_signatures(cfg.signatures))
         try:
             proc = subprocess.Popen(
                 argv,
@@ -203,7 +206,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
     doc["launch"]["pid"] = proc.pid
     mark_started(cfg, doc)
     procs = RunProcesses(proc.pid, run_id, known)
-    pump = LogPump(proc.stdout, log_path, Classifier(all_signatures(cfg.signatures)))
+    pump = LogPump(proc.stdout, log_path, classifier)
     pump.start()
     log.info(
         "smoke %s: launched pid %s, log %s%s",
