@@ -244,3 +244,35 @@ def test_rewritten_regexes_match_whatever_python_matches():
                 matched += 1
                 assert hits, (s.id, text)
         assert matched or s not in BUILTIN, s.id
+
+
+def test_one_classifier_scans_from_several_threads_at_once():
+    """The smoke runner's log pump and its verdict scan share one Classifier from two threads; a
+    hyperscan scratch space serves one scan at a time (ScratchInUseError), so each thread needs
+    its own. Eight threads scan big blocks at once and all get the same finding."""
+    import threading
+
+    clf = Classifier(engine="hyperscan")
+    if clf.engine.name != "hyperscan":
+        pytest.skip("hyperscan is not installed")
+    block = (b"INFO loading shard, nothing to see here\n" * 40000) + MARLIN[0].encode() + b"\n"
+    want = clf.scan_blocks([block])
+    assert want is not None and want.signature.id == "marlin-tile-n"
+    results, errors = [], []
+    start = threading.Barrier(8)
+
+    def scan():
+        start.wait()
+        try:
+            for _ in range(5):
+                results.append(clf.scan_blocks([block]))
+        except Exception as e:  # noqa: BLE001 — the failure this test is about
+            errors.append(e)
+
+    threads = [threading.Thread(target=scan) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(results) == 40 and all(r == want for r in results)

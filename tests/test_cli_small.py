@@ -95,9 +95,7 @@ def test_completion_offers_ids_from_the_config(tmp_path):
     assert complete("watcher smoke s", tmp_path) == ["sglang-tp1"]
     other = tmp_path / "elsewhere"
     other.mkdir()
-    assert complete(f"watcher smoke --config {tmp_path / 'watch.toml'} ", other) == [
-        "sglang-tp1"
-    ]
+    assert complete(f"watcher smoke --config {tmp_path / 'watch.toml'} ", other) == ["sglang-tp1"]
     assert complete("watcher smoke ", other) == []  # no config here: nothing, no traceback
 
 

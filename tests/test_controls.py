@@ -75,8 +75,8 @@ def test_snoozed_item_changes_are_marked(tmp_path):
         (REPO / "watch.toml")
         .read_text()
         .replace(
-            "label = \"vLLM's own Marlin pad-sub-tile-n fix\"",
-            "label = \"vLLM's own Marlin pad-sub-tile-n fix\""
+            'label = "vLLM\'s own Marlin pad-sub-tile-n fix"',
+            'label = "vLLM\'s own Marlin pad-sub-tile-n fix"'
             '\n[item.snooze]\nuntil = 2099-01-01\nreason = "noisy"',
         )
     )

@@ -121,7 +121,9 @@ def test_a_command_by_a_writer_is_acted_on_anyone_elses_is_ignored(gh, cfg):
         f"@{zwj}mallory asked to run the smoke test of r1: ignored — @{zwj}mallory has read access"
         in body
     )
-    assert f"@{zwj}alice asked to re-check every item: the next check reads every item afresh" in body
+    assert (
+        f"@{zwj}alice asked to re-check every item: the next check reads every item afresh" in body
+    )
     assert "old-timer" not in body
     s = store_of(cfg)
     try:

@@ -165,4 +165,6 @@ def test_first_run_without_network_is_useful(tmp_path):
     page = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
     assert page.startswith("# SGLang — not checked yet") and "could not reach GitHub" in page
     assert "## Watch list" in page and "vllm/pull/40361" in page and "docker run" in page
-    assert "auto_round.py" in page and "vLLM #\u200d40361 not read yet; not detected in SGLang" in page
+    assert (
+        "auto_round.py" in page and "vLLM #\u200d40361 not read yet; not detected in SGLang" in page
+    )

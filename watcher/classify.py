@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -363,6 +364,15 @@ class HyperscanEngine:
             tuple(needs), tuple(sorted((regexes or {}).items()))
         )
         self.scratch = hyperscan.Scratch(self.db) if self.db is not None else None
+        # A scratch space serves one scan at a time (ScratchInUseError otherwise): the log pump's
+        # early check and the final verdict scan from different threads, so each gets its own.
+        self._local = threading.local()
+
+    def _thread_scratch(self):
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self.scratch.clone()
+        return scratch
 
     def present(self, data: bytes) -> Callable[[str | int], bool]:
         found: set[str | int] = set()
@@ -372,7 +382,7 @@ class HyperscanEngine:
             found.add(keys[key_id])
 
         if self.db is not None:
-            self.db.scan(data, match_event_handler=on_match, scratch=self.scratch)
+            self.db.scan(data, match_event_handler=on_match, scratch=self._thread_scratch())
         return found.__contains__
 
 
