@@ -28,11 +28,11 @@ from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
     digest,
-    page_context,
-    render_page,
+    page_sources,
+    page_text,
     status_document,
 )
-from watcher.site import build_site
+from watcher.site import build_site, last_checked_at
 from watcher.store import Store, iso, utcnow
 
 if TYPE_CHECKING:  # httpx loads only when a cycle polls (not for `--offline` or `status`)
@@ -277,14 +277,8 @@ def render_pages(
     attempt: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Render every page; record a new page version when new events belong on it."""
-    items = store.items()
-    runs = store.smoke_runs(limit=200)
-    # the last successful read: the newest item read without error (None before the first)
-    last_checked = max(
-        (r["checked_at"] for r in items.values() if r.get("checked_at")), default=None
-    )
-    triggers = store.triggers()
-    statuses = store.statuses()
+    sources = page_sources(store)
+    last_checked = last_checked_at(store, sources["items"])
     newest = store.last_event_id()
     out = {}
     for page in cfg.pages:
@@ -301,20 +295,7 @@ def render_pages(
         ):  # nothing new for this page: keep its range
             lo, hi = cv["from_event"], cv["to_event"]
             changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
-        ctx = page_context(
-            cfg,
-            page,
-            items,
-            ev,
-            runs,
-            changes,
-            last_checked,
-            offline_note,
-            attempt=attempt,
-            triggers=triggers,
-            statuses=statuses,
-        )
-        text = render_page(cfg, ctx)
+        text = page_text(cfg, page, ev, sources, changes, last_checked, offline_note, attempt)
         d = digest(text)
         if cv is None or (hi != cv["to_event"] and d != cv["digest"]):
             store.add_page_version(page.id, at, lo, hi, d)

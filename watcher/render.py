@@ -32,6 +32,8 @@ from watcher.views import item_view
 if TYPE_CHECKING:  # jinja2 is imported by the commands that render, not by `status` or `--help`
     import jinja2
 
+    from watcher.store import Store
+
 KIND_WORDS = {
     "pull": "pull request",
     "issue": "issue",
@@ -401,6 +403,43 @@ def _plus_seconds(stamp: str | None, seconds: float) -> str | None:
 
 
 # ------------------------------------------------------------------ pages
+
+
+def page_sources(store: Store) -> dict[str, Any]:
+    """What every page reads from the store, read once per render rather than once per page."""
+    return {
+        "items": store.items(),
+        "runs": store.smoke_runs(limit=200),
+        "triggers": store.triggers(),
+        "statuses": store.statuses(),
+    }
+
+
+def page_text(
+    cfg: Config,
+    page: Page,
+    ev: Evaluation,
+    sources: dict[str, Any],
+    changes: list[dict[str, Any]],
+    last_checked: str | None,
+    offline_note: str | None,
+    attempt: dict[str, Any] | None,
+) -> str:
+    """One page's Markdown from `page_sources` and the events it shows (the cycle and the site)."""
+    ctx = page_context(
+        cfg,
+        page,
+        sources["items"],
+        ev,
+        sources["runs"],
+        changes,
+        last_checked,
+        offline_note,
+        attempt=attempt,
+        triggers=sources["triggers"],
+        statuses=sources["statuses"],
+    )
+    return render_page(cfg, ctx)
 
 
 def page_context(

@@ -48,8 +48,8 @@ from watcher.render import (
     KIND_WORDS,
     PAGE_HEADLINES,
     environment,
-    page_context,
-    render_page,
+    page_sources,
+    page_text,
     status_document,
     umask,
 )
@@ -608,32 +608,16 @@ def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
     Uses the page's current version (the range of events it shows), as the cycle last rendered it,
     less the cycle's own offline note (the site says when upstream was last read instead).
     """
-    items = store.items()
-    runs = store.smoke_runs(limit=200)
-    checked = last_checked_at(store, items)
+    sources = page_sources(store)
+    checked = last_checked_at(store, sources["items"])
     attempt = last_attempt(store)
-    triggers = store.triggers()
-    statuses = store.statuses()
     out = {}
     for page in cfg.pages:
         cv = store.current_page_version(page.id)
         lo, hi = (cv["from_event"], cv["to_event"]) if cv else (0, store.last_event_id())
         subjects = page_subjects(cfg, page)
         changes = store.events(after=lo, upto=hi, limit=30, subjects=subjects)
-        ctx = page_context(
-            cfg,
-            page,
-            items,
-            ev,
-            runs,
-            changes,
-            checked,
-            None,
-            attempt=attempt,
-            triggers=triggers,
-            statuses=statuses,
-        )
-        out[page.id] = render_page(cfg, ctx)
+        out[page.id] = page_text(cfg, page, ev, sources, changes, checked, None, attempt)
     return out
 
 
