@@ -73,7 +73,7 @@ def test_default_watch_list_is_valid():
     assert not nospec.spec_decode and "--speculative-algorithm" not in nospec.command
     assert nospec.blockers == ("marlin-pad",)
     assert cfg.page("sglang").output == "docs/engines/SGLANG.md"
-    assert cfg.settings.interval == 1800
+    assert cfg.settings.interval == 300
 
 
 def test_partial_config_is_valid(tmp_path):

@@ -97,7 +97,30 @@ RELEASES = [
         "html_url": Opt(str),
     }
 ]
-COMPARE = {"status": str}
+COMPARE = {
+    "status": str,
+    "ahead_by": Opt(int),
+    "total_commits": Opt(int),
+    "commits": Opt([{"sha": str}]),
+    "files": Opt([{"filename": str, "previous_filename": Opt(str)}]),
+}
+REPO = {"default_branch": str, "full_name": Opt(str)}
+# The events feed: only what names the item an event is about is read (watcher.events_feed).
+_NUMBERED = Opt({"number": Opt(int)})
+EVENTS = [
+    {
+        "id": str,
+        "type": Opt(str),
+        "payload": Opt(
+            {
+                "number": Opt(int),
+                "issue": _NUMBERED,
+                "pull_request": _NUMBERED,
+                "ref_type": Opt(str),
+            }
+        ),
+    }
+]
 _WHEN = Opt({"date": Opt(str)})
 COMMITS = [
     {
@@ -120,6 +143,8 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/pulls/\d+"), PULL),
     (re.compile(rf"{_REPO}/releases"), RELEASES),
     (re.compile(rf"{_REPO}/compare/.+"), COMPARE),
+    (re.compile(rf"{_REPO}/events"), EVENTS),
+    (re.compile(_REPO), REPO),
     (re.compile(rf"{_REPO}/commits"), COMMITS),
     (re.compile(rf"{_REPO}/actions/workflows/[^/]+/runs"), WORKFLOW_RUNS),
     (re.compile(rf"{_REPO}/actions/runs/\d+"), WORKFLOW_RUN),
