@@ -242,3 +242,23 @@ def test_the_feed_is_not_asked_again_before_its_poll_interval(gh, tmp_path):
     report = run_cycle(cfg)
     assert not [r for r in gh.requests if r.path.endswith("/events")]
     assert report.stats["poll_interval"] is None  # nothing asked, nothing told
+
+
+def test_the_sweep_moves_on_with_the_clock_where_the_database_is_not_saved():
+    """On Actions the database is committed only when something changed (or every 6 h): the
+    counter read back is the committed one, yet each run still takes the next sweep turn."""
+    from watcher.events_feed import EventsFeed
+    from watcher.github import GitHubClient
+
+    with GitHubClient("http://127.0.0.1:9", token="t") as client:
+        EventsFeed(client, 10, interval=300, clock=lambda: 3000.0)
+        committed = dict(client.etag_updates)
+    turns = []
+    for run in (1, 2, 3):  # each run starts from the committed database, 5 min later
+        with GitHubClient("http://127.0.0.1:9", token="t", etags=committed) as client:
+            now = 3000.0 + 300 * run
+            turns.append(EventsFeed(client, 10, interval=300, clock=lambda now=now: now).cycle)
+    assert turns == [2, 3, 4]
+    with GitHubClient("http://127.0.0.1:9", token="t") as client:  # serve: saved every cycle
+        cycles = [EventsFeed(client, 10, interval=300, clock=lambda: 5.0).cycle for _ in "abc"]
+    assert cycles == [1, 2, 3]

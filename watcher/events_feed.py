@@ -58,15 +58,28 @@ def _numbers(event: dict[str, Any]) -> set[int]:
 class EventsFeed:
     """The feed reads of one cycle, and the sweep that bounds how long an item goes unread."""
 
-    def __init__(self, client: GitHubClient, sweep_every: int = 10, clock=time.time):
+    def __init__(
+        self,
+        client: GitHubClient,
+        sweep_every: int = 10,
+        interval: float | None = None,
+        clock=time.time,
+    ):
         self.client = client
         self.sweep_every = max(1, sweep_every)
         self._clock = clock
         self._lock = threading.Lock()
         self.news: dict[str, News] = {}
-        cycle = client.memo_get("events cycle") or 0
-        self.cycle = int(cycle) + 1
-        client.memo_put("events cycle", self.cycle)
+        # The sweep's turn: one more than the last saved cycle's, or as many more as intervals
+        # passed since it was saved, so it still moves on where the database is not saved after
+        # every cycle (the Actions workflow commits it only when something changed, or every 6 h).
+        last = client.memo_get("events cycle") or {}
+        now = clock()
+        step = 1
+        if interval and last.get("at") is not None:
+            step = max(1, round((now - last["at"]) / interval))
+        self.cycle = int(last.get("n", 0)) + step
+        client.memo_put("events cycle", {"n": self.cycle, "at": now})
 
     def read(self, repo: str) -> News:
         """Read the repository's feed once this cycle (never raises: unread means read all)."""

@@ -117,11 +117,17 @@ class Poller:
     releases) is answered from the cache without a request.
     """
 
-    def __init__(self, client: GitHubClient, concurrency: int = 8, sweep_every: int = 10):
+    def __init__(
+        self,
+        client: GitHubClient,
+        concurrency: int = 8,
+        sweep_every: int = 10,
+        interval: float | None = None,
+    ):
         self.client = client
         self.concurrency = concurrency
         self.heads = Heads(client, resolve_ref=resolve_ref, head_sha=head_sha, tip=Tip)
-        self.feed = EventsFeed(client, sweep_every)
+        self.feed = EventsFeed(client, sweep_every, interval)
         self._watched: dict[tuple[str, str | None], tuple[str, ...]] = {}
         self._tips: dict[tuple[str, str | None], HeadRead | GitHubError] = {}
         self._tips_lock = threading.Lock()
