@@ -180,11 +180,17 @@ def environment(cfg: Config | None = None) -> jinja2.Environment:
     if cfg is not None and (cfg.base_dir / "templates").is_dir():
         search.append(str(cfg.base_dir / "templates"))
     search.append(str(package_templates()))
-    cache = template_cache_dir(cfg) if cfg is not None else None
-    key = (*search, str(cache))
+    key = tuple(search)
     env = _ENVIRONMENTS.get(key)
     if env is None:
-        env = _ENVIRONMENTS.setdefault(key, _new_environment(search, cache))
+        env = _ENVIRONMENTS.setdefault(key, _new_environment(search))
+    if env.bytecode_cache is None and cfg is not None:
+        # the first data folder seen keeps the compiled code (it is the same for every config)
+        cache = template_cache_dir(cfg)
+        if cache is not None:
+            import jinja2
+
+            env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache))
     return env
 
 
@@ -212,11 +218,10 @@ _ENV_OPTIONS = {
 }
 
 
-def _new_environment(search: list[str], cache: Path | None = None) -> jinja2.Environment:
+def _new_environment(search: list[str]) -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
-        bytecode_cache=jinja2.FileSystemBytecodeCache(str(cache)) if cache else None,
         loader=jinja2.FileSystemLoader(search),
         autoescape=jinja2.select_autoescape(["html", "xml", "svg", "html.j2", "xml.j2", "svg.j2"]),
         undefined=jinja2.StrictUndefined,
