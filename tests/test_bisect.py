@@ -1,0 +1,226 @@
+"""watcher bisect end to end: the fake GitHub's tags and compare answers make the grid, the fake
+docker runs the fake engine whose behaviour depends on its image tag, real SQLite, real runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bisectkit import IMAGE, seed_releases, setup, write_config
+from click.testing import CliRunner
+
+from watcher.bisect import budget_for
+from watcher.cli import cli
+from watcher.config import load_config
+from watcher.store import Store
+
+
+def run_cli(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def bisect_json(cfg_path, *args: str):
+    r = run_cli("bisect", *args, "--config", str(cfg_path), "--json")
+    return r, (json.loads(r.stdout) if r.stdout.strip().startswith("{") else None)
+
+
+def smoke_runs(cfg_path) -> list[dict]:
+    store = Store(load_config(cfg_path).db_path)
+    try:
+        return store.smoke_runs()
+    finally:
+        store.close()
+
+
+def test_finds_the_exact_first_bad_build_within_budget(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    rel = seed_releases(fake_github, 16)
+    tags = [r["tag"] for r in rel]
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.11"])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.15")
+    assert r.exit_code == 0, r.stderr
+    rep = state["report"]
+    assert state["status"] == "done" and rep["exact"]
+    assert rep["before"]["build"] == f"{IMAGE}:v0.1.10"
+    assert rep["after"]["build"] == f"{IMAGE}:v0.1.11"
+    assert rep["after"]["sha"] == rel[11]["sha"]
+    assert rep["after"]["digest"].startswith("sha256:")
+    assert rep["after"]["installed"] == "verified: the engine reports 0.1.11"
+    assert rep["failure"] == "marlin-tile-n"
+    assert rep["compare_url"].endswith(f"/compare/{rel[10]['sha']}...{rel[11]['sha']}")
+    assert rep["commits_in_range"] == 2
+    # both endpoints were confirmed first, then the search
+    assert [s["index"] for s in state["steps"][:2]] == [0, 15]
+    assert rep["runs"] == len(state["steps"]) <= budget_for(16) == 6
+    runs = smoke_runs(cfg)
+    assert len(runs) == rep["runs"] and all(run.get("bisect") for run in runs)
+    assert "automatically" in rep["automated"] and "RTX 3090" in rep["hardware"]
+    # the report on stdout (text), with the resume line absent (it finished)
+    store = Store(load_config(cfg).db_path)
+    try:
+        events = [e for e in store.events() if e["kind"] == "bisect"]
+        assert events and "first bad lmsysorg/sglang:v0.1.11" in events[0]["message"]
+        assert store.evaluation_runs() == []  # old builds never become the recipe's verdict
+    finally:
+        store.close()
+
+
+def test_untestable_builds_are_skipped_and_the_search_goes_around(
+    tmp_path, fake_github, monkeypatch
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 8)]
+    # v0.1.3 crashes for another reason (no known signature); v0.1.4's label lies
+    args = ["--bad-from", "v0.1.4", "--broken", "v0.1.3", "--report-version", "v0.1.5=0.1.2"]
+    cfg = write_config(tmp_path, fake_github, tags, args)
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.7")
+    rep = state["report"]
+    skipped = {s["build"]: s["why"] for s in rep["skipped"]}
+    assert f"{IMAGE}:v0.1.3" in skipped and "fails differently" in skipped[f"{IMAGE}:v0.1.3"]
+    if f"{IMAGE}:v0.1.5" in skipped:
+        assert "engine reports 0.1.2" in skipped[f"{IMAGE}:v0.1.5"]
+    assert rep["after"]["build"] == f"{IMAGE}:v0.1.4"
+    # v0.1.3 could not be judged, so the first bad is known only as "after v0.1.2"
+    assert rep["before"]["build"] == f"{IMAGE}:v0.1.2"
+    assert not rep["exact"] and rep["untested_in_range"] == [f"{IMAGE}:v0.1.3"]
+    assert r.exit_code == 1
+    assert rep["steps_judged"] <= budget_for(8)
+
+
+def test_endpoints_are_confirmed(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.0"])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3")
+    assert r.exit_code == 1
+    assert state["status"] == "failed" and "the good build does not pass" in state["message"]
+    assert len(state["steps"]) == 1
+    cfg = write_config(tmp_path, fake_github, tags, [])  # nothing breaks
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3")
+    assert state["status"] == "failed" and "the bad build passes" in state["message"]
+
+
+def test_a_stopped_bisect_resumes_where_it_was(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 16)]
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.5"], max_runs=3)
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.15", "--config", str(cfg))
+    assert r.exit_code == 1
+    assert "paused: smoke.max_runs_per_day (3)" in r.stdout
+    resume = [line for line in r.stderr.splitlines() if line.startswith("resume with: ")]
+    assert resume, r.stderr
+    bisect_id = resume[0].split("--resume ")[1].split()[0]
+    assert len(smoke_runs(cfg)) == 3
+    # a new day's budget (here: a larger one) and the printed command finish it
+    write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.5"], max_runs=100)
+    r, state = bisect_json(cfg, "--resume", bisect_id)
+    assert r.exit_code == 0, r.stderr
+    assert state["id"] == bisect_id and state["report"]["after"]["build"] == f"{IMAGE}:v0.1.5"
+    assert state["report"]["runs"] == len(smoke_runs(cfg)) <= budget_for(16)
+    # the same command again also finds the stored bisect instead of starting over
+    r = run_cli("bisect", "--resume", bisect_id, "--config", str(cfg))
+    assert r.exit_code == 1 and "nothing to resume" in r.stderr
+
+
+def test_find_fix(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 10)]
+    cfg = write_config(tmp_path, fake_github, tags, ["--fixed-from", "v0.1.7"])
+    r, state = bisect_json(cfg, "fake", "--bad", "v0.1.0", "--good", "v0.1.9", "--find-fix")
+    assert r.exit_code == 0, r.stderr
+    rep = state["report"]
+    assert rep["before_word"] == "last broken" and rep["before"]["build"] == f"{IMAGE}:v0.1.6"
+    assert rep["after_word"] == "first fixed" and rep["after"]["build"] == f"{IMAGE}:v0.1.7"
+    assert rep["failure"] == "marlin-tile-n" and rep["runs"] <= budget_for(10)
+
+
+def test_candidate_commit_range_found_in_two_runs(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    rel = seed_releases(fake_github, 32)
+    tags = [r["tag"] for r in rel]
+    # a tracked pull request merged as the release commit of v0.1.21
+    fake_github.add_pull(
+        ENGINE := "sgl-project/sglang",
+        4242,
+        title="Rework the Marlin loader",
+        merged=True,
+        merge_commit_sha=rel[21]["sha"],
+        merged_at="2026-10-10T00:00:00Z",
+    )
+    extra = f'[[item]]\nid = "loader-pr"\nrepo = "{ENGINE}"\nkind = "pull"\nnumber = 4242\n'
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.21"], extra=extra)
+    cfg_text = cfg.read_text().replace('title = "Marlin pad"', 'title = "Marlin pad"\nwatch = ["loader-pr"]')
+    cfg.write_text(cfg_text)
+    assert run_cli("check-now", "--config", str(cfg), "--no-smoke").exit_code == 0
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.31")
+    assert r.exit_code == 0, r.stderr
+    rep = state["report"]
+    assert rep["after"]["build"] == f"{IMAGE}:v0.1.21"
+    phases = [s["index"] for s in state["steps"]]
+    assert phases == [0, 31, 21, 20]  # the endpoints, then just after and just before
+    assert rep["runs"] == 4 < budget_for(32)
+    assert rep["tracked"][0]["line"].startswith("the regression range contains the merge commit of #4242")
+
+
+def test_gone_builds_are_named_before_any_run(tmp_path, fake_github, monkeypatch):
+    gone = setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 6)]
+    gone.write_text(f"{IMAGE}:v0.1.2\n{IMAGE}:v0.1.4\n")
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.3"])
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.5", "--config", str(cfg))
+    assert r.exit_code == 1
+    assert "not started: 2 of 6 builds" in r.stderr
+    assert f"{IMAGE}:v0.1.2 (no such manifest" in r.stderr and f"{IMAGE}:v0.1.4" in r.stderr
+    assert smoke_runs(cfg) == []
+
+
+def test_dry_run_lists_the_grid_from_tags_and_compare(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    rel = seed_releases(fake_github, 5)
+    fake_github.add_tag("sgl-project/sglang", "gateway-v1", rel[2]["sha"])  # not a release line
+    cfg = write_config(tmp_path, fake_github, [r["tag"] for r in rel], [])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.1", "--bad", "v0.1.4", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert [p["tag"] for p in state["points"]] == ["v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4"]
+    assert [p["sha"] for p in state["points"]] == [x["sha"] for x in rel[1:]]
+    assert len(state["commits"]) == 6 and smoke_runs(cfg) == []
+    r = run_cli("bisect", "fake", "--good", "v0.1.4", "--bad", "v0.1.1", "--config", str(cfg))
+    assert r.exit_code == 1 and "is not after v0.1.4" in r.stderr
+
+
+def test_nightly_grid_takes_the_last_commit_of_each_day(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    rel = seed_releases(fake_github, 30)  # 60 commits, 24 a day
+    source = (
+        'repo = "sgl-project/sglang"\nimage = "lmsysorg/sglang"\n'
+        'tag = "nightly-dev-{date}-{sha8}"\nevery = "day"'
+    )
+    cfg = write_config(tmp_path, fake_github, ["x"], [], source=source)
+    r, state = bisect_json(cfg, "fake", "--good", rel[0]["tag"], "--bad", rel[-1]["tag"], "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    builds = [p["build"] for p in state["points"]]
+    assert builds[0] == f"{IMAGE}:nightly-dev-20260902-{rel[0]['sha'][:8]}"
+    assert builds[-1].endswith(rel[-1]["sha"][:8]) and len(builds) == 4
+
+
+def test_noisy_performance_regression_has_no_verdict_below_the_repeat_threshold(
+    tmp_path, fake_github, monkeypatch
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    args = [
+        "--bad-from", "v0.1.2", "--bad-mode", "slow", "--tokens-per-s", "300",
+        "--bad-tokens-per-s", "60", "--speed-noise", "0.5",
+    ]  # fmt: skip
+    checks = "min_decode_tokens_per_s = 100.0"
+    cfg = write_config(tmp_path, fake_github, tags, args, checks=checks)
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3")
+    assert state["status"] == "insufficient-data", state["message"]
+    assert "needs at least 3 runs per build" in state["message"]
+    assert "report" in state and "before" not in state["report"]  # no guess
+    assert r.exit_code == 1
+
+
+@pytest.mark.parametrize("n,expected", [(2, 3), (4, 4), (16, 6), (64, 8), (200, 10)])
+def test_budget(n, expected):
+    assert budget_for(n) == expected
