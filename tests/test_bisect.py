@@ -71,18 +71,18 @@ def test_untestable_builds_are_skipped_and_the_search_goes_around(
     setup(monkeypatch, tmp_path)
     tags = [r["tag"] for r in seed_releases(fake_github, 8)]
     # v0.1.3 crashes for another reason (no known signature); v0.1.4's label lies
-    args = ["--bad-from", "v0.1.4", "--broken", "v0.1.3", "--report-version", "v0.1.5=0.1.2"]
+    args = ["--bad-from", "v0.1.5", "--broken", "v0.1.3", "--report-version", "v0.1.4=0.1.2"]
     cfg = write_config(tmp_path, fake_github, tags, args)
     r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.7")
     rep = state["report"]
     skipped = {s["build"]: s["why"] for s in rep["skipped"]}
-    assert f"{IMAGE}:v0.1.3" in skipped and "fails differently" in skipped[f"{IMAGE}:v0.1.3"]
-    if f"{IMAGE}:v0.1.5" in skipped:
-        assert "engine reports 0.1.2" in skipped[f"{IMAGE}:v0.1.5"]
-    assert rep["after"]["build"] == f"{IMAGE}:v0.1.4"
-    # v0.1.3 could not be judged, so the first bad is known only as "after v0.1.2"
+    assert "fails differently (failed:no-signature" in skipped[f"{IMAGE}:v0.1.3"]
+    assert "labelled 0.1.4 but its engine reports 0.1.2" in skipped[f"{IMAGE}:v0.1.4"]
+    assert rep["after"]["build"] == f"{IMAGE}:v0.1.5"
+    # neither v0.1.3 nor v0.1.4 could be judged: the first bad is known only as "after v0.1.2"
     assert rep["before"]["build"] == f"{IMAGE}:v0.1.2"
-    assert not rep["exact"] and rep["untested_in_range"] == [f"{IMAGE}:v0.1.3"]
+    assert not rep["exact"]
+    assert rep["untested_in_range"] == [f"{IMAGE}:v0.1.3", f"{IMAGE}:v0.1.4"]
     assert r.exit_code == 1
     assert rep["steps_judged"] <= budget_for(8)
 
@@ -149,7 +149,9 @@ def test_candidate_commit_range_found_in_two_runs(tmp_path, fake_github, monkeyp
     )
     extra = f'[[item]]\nid = "loader-pr"\nrepo = "{ENGINE}"\nkind = "pull"\nnumber = 4242\n'
     cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.21"], extra=extra)
-    cfg_text = cfg.read_text().replace('title = "Marlin pad"', 'title = "Marlin pad"\nwatch = ["loader-pr"]')
+    cfg_text = cfg.read_text().replace(
+        'title = "Marlin pad"', 'title = "Marlin pad"\nwatch = ["loader-pr"]'
+    )
     cfg.write_text(cfg_text)
     assert run_cli("check-now", "--config", str(cfg), "--no-smoke").exit_code == 0
     r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.31")
@@ -159,7 +161,9 @@ def test_candidate_commit_range_found_in_two_runs(tmp_path, fake_github, monkeyp
     phases = [s["index"] for s in state["steps"]]
     assert phases == [0, 31, 21, 20]  # the endpoints, then just after and just before
     assert rep["runs"] == 4 < budget_for(32)
-    assert rep["tracked"][0]["line"].startswith("the regression range contains the merge commit of #4242")
+    assert rep["tracked"][0]["line"].startswith(
+        "the regression range contains the merge commit of #4242"
+    )
 
 
 def test_gone_builds_are_named_before_any_run(tmp_path, fake_github, monkeypatch):
@@ -196,7 +200,9 @@ def test_nightly_grid_takes_the_last_commit_of_each_day(tmp_path, fake_github, m
         'tag = "nightly-dev-{date}-{sha8}"\nevery = "day"'
     )
     cfg = write_config(tmp_path, fake_github, ["x"], [], source=source)
-    r, state = bisect_json(cfg, "fake", "--good", rel[0]["tag"], "--bad", rel[-1]["tag"], "--dry-run")
+    r, state = bisect_json(
+        cfg, "fake", "--good", rel[0]["tag"], "--bad", rel[-1]["tag"], "--dry-run"
+    )
     assert r.exit_code == 0, r.stderr
     builds = [p["build"] for p in state["points"]]
     assert builds[0] == f"{IMAGE}:nightly-dev-20260902-{rel[0]['sha'][:8]}"
@@ -224,3 +230,63 @@ def test_noisy_performance_regression_has_no_verdict_below_the_repeat_threshold(
 @pytest.mark.parametrize("n,expected", [(2, 3), (4, 4), (16, 6), (64, 8), (200, 10)])
 def test_budget(n, expected):
     assert budget_for(n) == expected
+
+
+def test_noisy_performance_regression_is_found_with_enough_repeats(
+    tmp_path, fake_github, monkeypatch
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    args = [
+        "--bad-from", "v0.1.2", "--bad-mode", "slow", "--tokens-per-s", "400",
+        "--bad-tokens-per-s", "40", "--speed-noise", "0.2",
+    ]  # fmt: skip
+    checks = "min_decode_tokens_per_s = 100.0"
+    extra = "[bisect]\nthreshold = 0.5"
+    cfg = write_config(tmp_path, fake_github, tags, args, checks=checks, extra=extra)
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--repeat", "3")
+    assert r.exit_code == 0, state and state["message"]
+    rep = state["report"]
+    assert rep["after"]["build"] == f"{IMAGE}:v0.1.2" and rep["failure"] == "check:decode"
+    assert all(len(s["samples"]) == 3 for s in state["steps"])
+    assert rep["runs"] == 3 * len(state["steps"])
+
+
+def test_the_report_reaches_the_site_the_feed_and_the_sticky_comment(
+    tmp_path, fake_github, monkeypatch
+):
+    from watcher.evaluate import evaluate
+    from watcher.notify_plan import Bodies
+    from watcher.store import utcnow
+
+    setup(monkeypatch, tmp_path)
+    rel = seed_releases(fake_github, 4)
+    page = '[[page]]\nid = "guide"\ntitle = "The guide"\noutput = "GUIDE.md"\nrecipes = ["fake"]\n'
+    flag = (
+        '[[item]]\nid = "loader-commits"\nrepo = "sgl-project/sglang"\nkind = "commits"\n'
+        'pattern = "Change 7 "\n'
+    )
+    cfg_path = write_config(
+        tmp_path, fake_github, [r["tag"] for r in rel], ["--bad-from", "v0.1.3"], extra=page + flag
+    )
+    r, state = bisect_json(cfg_path, "fake", "--good", "v0.1.0", "--bad", "v0.1.3")
+    assert r.exit_code == 0, r.stderr
+    rep = state["report"]
+    assert [c["subject"] for c in rep["flagged"]] == ["Change 7 of release 3"]
+    assert f"site: {tmp_path / 'site' / 'bisect' / state['id']}.html" in r.stderr
+    html = (tmp_path / "site" / "bisect" / f"{state['id']}.html").read_text()
+    assert "First bad" in html and "lmsysorg/sglang:v0.1.3" in html and rep["compare_url"] in html
+    assert "Change 7 of release 3" in html and "found automatically" in html
+    assert state["id"] in (tmp_path / "site" / "bisect" / "index.html").read_text()
+    feed = (tmp_path / "site" / "feed.xml").read_text()
+    assert "bisect fake: new → done" in feed and "first bad lmsysorg/sglang:v0.1.3" in feed
+    cfg = load_config(cfg_path)
+    store = Store(cfg.db_path)
+    try:
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), utcnow())
+        bodies = Bodies(cfg, ev, store.items(), [], {}, bisects=store.bisects())
+        body = bodies.status(cfg.page("guide"))
+    finally:
+        store.close()
+    assert "**Bisect**" in body and "`lmsysorg/sglang:v0.1.3`" in body
+    assert f"({rep['compare_url']})" in body and "Found automatically" in body

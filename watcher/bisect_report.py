@@ -169,3 +169,23 @@ def text(state: dict[str, Any]) -> str:
     if r.get("automated"):
         lines.append(f"  {r['automated']}")
     return "\n".join(lines)
+
+
+SITE_LIMIT = 50  # newest bisects with a page on the site
+
+
+def site_files(store: Store, env, ctx: dict[str, Any], clean) -> dict[str, str]:
+    """bisect/index.html and bisect/<id>.html, one page per stored bisect (newest first)."""
+    states = store.bisects(limit=SITE_LIMIT)
+    files = {}
+    for b in states:
+        b = clean(b)
+        files[f"bisect/{b['id']}.html"] = env.get_template("site/bisect.html.j2").render(
+            **ctx, root="../", b=b, r=b.get("report") or {}
+        )
+    listed = [dict(clean(b), summary=clean(summary(b))) for b in states]
+    if listed:
+        files["bisect/index.html"] = env.get_template("site/bisects.html.j2").render(
+            **ctx, root="../", bisects=listed
+        )
+    return files

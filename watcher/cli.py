@@ -718,6 +718,14 @@ def bisect(
         state = bs.advance(cfg, store, state, progress=lambda m: click.echo(m, err=True))
     finally:
         store.close()
+    if state["status"] not in bs.UNFINISHED:
+        from watcher.site import build_site
+
+        try:  # the bisect's own page; the result is stored whatever happens here
+            site = build_site(cfg)
+            click.echo(f"site: {site.path / 'bisect' / (state['id'] + '.html')}", err=True)
+        except (WatcherError, OSError) as e:
+            click.echo(f"warning: the site was not rebuilt: {e}", err=True)
     if as_json:
         click.echo(json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False))
     else:
