@@ -4,6 +4,7 @@ config whose recipe runs the fake engine in the fake docker, its behaviour set b
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from smokekit import REPO, RTX3090, fake_docker, fake_nvidia_smi, free_port, with_path
@@ -53,17 +54,18 @@ def write_config(
     extra: str = "",
     source: str = "",
     blockers: str = '["marlin-pad"]',
+    docker: bool = True,
 ) -> Path:
+    """Without `docker` the engine runs directly and is told its build (`--build {build}`)."""
+    launcher = ["docker", "run", "--rm", f"{IMAGE}:{tags[-1]}"] if docker else []
     command = [
-        "docker",
-        "run",
-        "--rm",
-        f"{IMAGE}:{tags[-1]}",
-        "python",
+        *launcher,
+        "python" if docker else sys.executable,
         "-m",
         "watcher.fakes.engine",
         "--port",
         "{port}",
+        *([] if docker else ["--build", "{build}"]),
         "--ready-delay",
         "0.05",
         "--builds",

@@ -290,3 +290,55 @@ def test_the_report_reaches_the_site_the_feed_and_the_sticky_comment(
         store.close()
     assert "**Bisect**" in body and "`lmsysorg/sglang:v0.1.3`" in body
     assert f"({rep['compare_url']})" in body and "Found automatically" in body
+
+
+@pytest.fixture
+def wheel_index(tmp_path):
+    """A PEP 503 simple index on loopback listing sglang wheels (tests add the files)."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = tmp_path / "index"
+    (root / "simple" / "sglang").mkdir(parents=True)
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=root))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def publish(versions):
+        links = "".join(
+            f'<a href="../../files/sglang-{v}-py3-none-any.whl#sha256=00">sglang-{v}</a>\n'
+            for v in versions
+        )
+        (root / "simple" / "sglang" / "index.html").write_text(f"<html><body>{links}</body></html>")
+
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple", publish
+    server.shutdown()
+    server.server_close()
+
+
+def test_wheel_builds_checked_against_the_index(tmp_path, fake_github, monkeypatch, wheel_index):
+    setup(monkeypatch, tmp_path)
+    url, publish = wheel_index
+    rel = seed_releases(fake_github, 6)
+    versions = [r["tag"].removeprefix("v") for r in rel]
+    source = f'repo = "sgl-project/sglang"\nrequirement = "sglang=={{version}}"\nindex = "{url}"'
+    # the recipe installs {build}; here the fake engine is told which build it is
+    args = ["--bad-from", "0.1.4"]
+    cfg = write_config(tmp_path, fake_github, versions, args, source=source, docker=False)
+    assert '"--build", "{build}"' in cfg.read_text() and '"docker"' not in cfg.read_text()
+    publish(versions[:2] + versions[3:])  # 0.1.2 was yanked
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.5", "--config", str(cfg))
+    assert r.exit_code == 1 and "not started: 1 of 6 builds" in r.stderr
+    assert "sglang==0.1.2 (sglang 0.1.2 is not on" in r.stderr and smoke_runs(cfg) == []
+    publish(versions)
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.5")
+    assert r.exit_code == 0, r.stderr
+    rep = state["report"]
+    assert rep["before"]["build"] == "sglang==0.1.3" and rep["after"]["build"] == "sglang==0.1.4"
+    assert rep["after"]["installed"] == "verified: the engine reports 0.1.4"
