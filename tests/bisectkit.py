@@ -55,9 +55,10 @@ def write_config(
     source: str = "",
     blockers: str = '["marlin-pad"]',
     docker: bool = True,
+    image_tag: str | None = None,
 ) -> Path:
     """Without `docker` the engine runs directly and is told its build (`--build {build}`)."""
-    launcher = ["docker", "run", "--rm", f"{IMAGE}:{tags[-1]}"] if docker else []
+    launcher = ["docker", "run", "--rm", f"{IMAGE}:{image_tag or tags[-1]}"] if docker else []
     command = [
         *launcher,
         "python" if docker else sys.executable,

@@ -342,3 +342,51 @@ def test_wheel_builds_checked_against_the_index(tmp_path, fake_github, monkeypat
     rep = state["report"]
     assert rep["before"]["build"] == "sglang==0.1.3" and rep["after"]["build"] == "sglang==0.1.4"
     assert rep["after"]["installed"] == "verified: the engine reports 0.1.4"
+
+
+def test_a_regressed_page_bisects_itself_one_step_per_cycle(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    page = '[[page]]\nid = "guide"\ntitle = "The guide"\noutput = "GUIDE.md"\nrecipes = ["fake"]\n'
+    kw = dict(extra=page + "[bisect]\nauto = true\n", blockers="[]")
+    args = ["--bad-from", "v0.1.2"]
+    cfg = write_config(tmp_path, fake_github, tags, args, image_tag="v0.1.0", **kw)
+    assert run_cli("smoke", "fake", "--config", str(cfg)).exit_code == 0
+    assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+    write_config(tmp_path, fake_github, tags, args, image_tag="v0.1.3", **kw)  # an upgrade
+    assert run_cli("smoke", "fake", "--config", str(cfg)).exit_code == 1
+    assert run_cli("check-now", "--config", str(cfg)).exit_code == 0  # regressed: starts it
+    store = Store(load_config(cfg).db_path)
+    try:
+        (state,) = store.bisects()
+        assert (state["good"], state["bad"], state["auto"]) == ("v0.1.0", "v0.1.3", True)
+        assert state["status"] == "paused" and len(state["steps"]) == 1
+        started = [e for e in store.events() if e["kind"] == "bisect" and e["new"] == "started"]
+        assert "started automatically: page guide regressed" in started[0]["message"]
+    finally:
+        store.close()
+    for _ in range(4):
+        assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+    store = Store(load_config(cfg).db_path)
+    try:
+        (state,) = store.bisects()
+        assert state["status"] == "done"
+        assert state["report"]["after"]["build"] == f"{IMAGE}:v0.1.2"
+        assert len(state["steps"]) == 4 <= budget_for(4)
+        assert store.statuses()["page:guide"]["status"] == "regressed"  # bisect runs: no verdict
+    finally:
+        store.close()
+
+
+def test_github_actions_backend_is_refused_with_a_reason(tmp_path, fake_github, monkeypatch):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    cfg = write_config(tmp_path, fake_github, tags, [])
+    cfg.write_text(
+        cfg.read_text().replace(
+            "[smoke]\n", '[smoke]\nbackend = "github-actions"\nrepo = "org/guide"\n'
+        )
+    )
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--config", str(cfg))
+    assert r.exit_code == 1 and "github-actions backend" in r.stderr and "not built yet" in r.stderr
+    assert smoke_runs(cfg) == []

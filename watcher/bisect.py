@@ -451,8 +451,10 @@ def advance(
     *,
     runner: Runner | None = None,
     progress: Callable[[str], None] = lambda _m: None,
+    max_steps: int | None = None,
 ) -> dict[str, Any]:
-    """Run steps until the bisect is done, fails, or must pause; the state is stored after each."""
+    """Run steps until the bisect is done, fails, or must pause; the state is stored after each.
+    With `max_steps` (an automatic bisect: one step per cycle) it pauses after that many."""
     from watcher.smoke import new_run_id, record_run
 
     if cfg.smoke.backend != "local" and runner is None:
@@ -465,6 +467,7 @@ def advance(
     recipe = cfg.recipe(state["recipe"])
     state.setdefault("threshold", cfg.bisect.threshold)
     state["status"], state["message"] = "running", ""
+    taken = 0
     try:
         while True:
             index = next_index(state)
@@ -486,6 +489,10 @@ def advance(
                     f" run(s) today and a step needs {state['repeat']}"
                 )
                 return _pause(store, state)
+            if max_steps is not None and taken >= max_steps:
+                state["message"] = f"paused after {taken} step(s) this cycle; the next goes on"
+                return _pause(store, state)
+            taken += 1
             point = state["points"][index]
             progress(
                 f"step {len(state['steps']) + 1}: build {index + 1}/{len(state['points'])} {point['build']}"

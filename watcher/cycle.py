@@ -536,13 +536,16 @@ def _smoke_hook(
     docs, smoke_events = run_triggers(
         cfg, store, ev, report.events, now, cycle_id=report.cycle_id, at=at, client=client
     )
-    if not docs:
-        return ev
-    report.smoke_runs.extend(docs)
-    report.events.extend(smoke_events)
-    with store.transaction():
-        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
-        report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    if docs:
+        report.smoke_runs.extend(docs)
+        report.events.extend(smoke_events)
+        with store.transaction():
+            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+            report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    if cfg.bisect.auto:  # [bisect] auto: start what the transitions ask for, one step each
+        from watcher.bisect_auto import auto_bisect
+
+        auto_bisect(cfg, store, report.events, client)
     return ev
 
 
