@@ -8,10 +8,12 @@ import json
 import pytest
 from bisectkit import IMAGE, seed_releases, setup, write_config
 from click.testing import CliRunner
+from smokekit import REPO
 
 from watcher.bisect import budget_for
 from watcher.cli import cli
 from watcher.config import load_config
+from watcher.errors import WatcherError
 from watcher.store import Store
 
 
@@ -390,3 +392,61 @@ def test_github_actions_backend_is_refused_with_a_reason(tmp_path, fake_github, 
     r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--config", str(cfg))
     assert r.exit_code == 1 and "github-actions backend" in r.stderr and "not built yet" in r.stderr
     assert smoke_runs(cfg) == []
+
+
+def test_sigterm_midway_keeps_the_state_and_the_printed_command_resumes(
+    tmp_path, fake_github, monkeypatch
+):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 16)]
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.6"])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.15"]
+        + ["--config", str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    db = load_config(cfg).db_path
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until two steps are stored and a third is running
+        try:
+            store = Store(db)
+        except WatcherError:  # the bisect is creating it right now
+            time.sleep(0.05)
+            continue
+        try:
+            states = store.bisects()
+            running = [r for r in store.smoke_runs() if r["outcome"] == "started"]
+        finally:
+            store.close()
+        if states and len(states[0]["steps"]) >= 2 and running:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    line = next((x for x in err.splitlines() if x.startswith("stopped; resume with: ")), err)
+    bisect_id = line.split("--resume ")[1].split()[0]
+    store = Store(db)
+    try:
+        state = store.bisect(bisect_id)
+        assert state["status"] == "paused" and state["message"] == "paused: interrupted"
+        steps_before = len(state["steps"])
+        assert steps_before >= 2
+    finally:
+        store.close()
+    r, state = bisect_json(cfg, "--resume", bisect_id)
+    assert r.exit_code == 0, r.stderr
+    assert state["report"]["after"]["build"] == f"{IMAGE}:v0.1.6"
+    assert len(state["steps"]) > steps_before
+    outcomes = [run["outcome"] for run in smoke_runs(cfg)]
+    assert "interrupted" in outcomes or "started" not in outcomes  # the cut run was cleaned up
+    assert "started" not in outcomes

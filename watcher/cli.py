@@ -715,7 +715,19 @@ def bisect(
                     c = state["candidate"]
                     click.echo(f"  tried first: around build {c['index'] + 1} ({c['why']})")
             return
-        state = bs.advance(cfg, store, state, progress=lambda m: click.echo(m, err=True))
+        import signal
+
+        def stop(signum, _frame):  # SIGTERM stops it like Ctrl-C: the state is kept
+            raise SystemExit(128 + signum)
+
+        old_term = signal.signal(signal.SIGTERM, stop)
+        try:
+            state = bs.advance(cfg, store, state, progress=lambda m: click.echo(m, err=True))
+        except (KeyboardInterrupt, SystemExit):
+            click.echo(f"stopped; resume with: {bs.resume_command(cfg, state)}", err=True)
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
     finally:
         store.close()
     if state["status"] not in bs.UNFINISHED:
