@@ -321,6 +321,7 @@ def judge(state: dict[str, Any], point: dict[str, Any], docs: list[dict[str, Any
         "runs": [d["run_id"] for d in docs],
         "logs": [d.get("log_path") for d in docs],
         "outcomes": [d.get("outcome") for d in docs],
+        "hardware": docs[0].get("hardware") if docs else None,
         "engine_version": next(
             (d.get("engine_version") for d in docs if d.get("engine_version")), None
         ),

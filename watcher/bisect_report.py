@@ -49,7 +49,7 @@ def report(cfg: Config, store: Store, state: dict[str, Any]) -> dict[str, Any]:
         "steps_judged": sum(1 for s in state["steps"] if s["verdict"] in ("pass", "fail")),
         "runs": sum(len(s["runs"]) for s in state["steps"]),
         "automated": AUTOMATED,
-        "hardware": _hardware(store, state),
+        "hardware": _hardware(state),
         "skipped": [
             {"build": s["build"], "why": s["why"]}
             for s in state["steps"]
@@ -95,21 +95,15 @@ def report(cfg: Config, store: Store, state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _hardware(store: Store, state: dict[str, Any]) -> str:
+def _hardware(state: dict[str, Any]) -> str:
+    """The GPUs the steps ran on (as the first step's run read them)."""
     for s in state["steps"]:
-        for run_id in s["runs"]:
-            for run in store.smoke_runs(recipe=state["recipe"], limit=200):
-                if run["run_id"] == run_id:
-                    gpus = (run.get("hardware") or {}).get("gpus") or []
-                    if gpus:
-                        names = ", ".join(
-                            f"{g.get('name')} ({g.get('memory_mib') or g.get('memory_total_mib') or '?'} MiB)"
-                            for g in gpus
-                        )
-                        target = (run.get("hardware") or {}).get("matches_target")
-                        return names + ("" if target else " [off target]")
-                    return "no GPU read"
-    return "no run yet"
+        hw = s.get("hardware") or {}
+        gpus = hw.get("gpus") or []
+        if gpus:
+            names = ", ".join(f"{g.get('name')} ({g.get('memory_mib', '?')} MiB)" for g in gpus)
+            return names + ("" if hw.get("matches_target") else " [off target]")
+    return "no GPU read" if state["steps"] else "no run yet"
 
 
 def summary(state: dict[str, Any]) -> str:
