@@ -450,3 +450,30 @@ def test_sigterm_midway_keeps_the_state_and_the_printed_command_resumes(
     outcomes = [run["outcome"] for run in smoke_runs(cfg)]
     assert "interrupted" in outcomes or "started" not in outcomes  # the cut run was cleaned up
     assert "started" not in outcomes
+
+
+def test_a_blocker_verified_after_an_upgrade_finds_its_fix_by_itself(
+    tmp_path, fake_github, monkeypatch
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    kw = dict(extra="[bisect]\nauto = true\n")
+    args = ["--fixed-from", "v0.1.2"]
+    cfg = write_config(tmp_path, fake_github, tags, args, image_tag="v0.1.0", **kw)
+    assert run_cli("smoke", "fake", "--config", str(cfg)).exit_code == 1  # Marlin crash
+    assert run_cli("check-now", "--config", str(cfg)).exit_code == 0  # marlin-pad reproduces
+    write_config(tmp_path, fake_github, tags, args, image_tag="v0.1.3", **kw)
+    assert run_cli("smoke", "fake", "--config", str(cfg)).exit_code == 0
+    for _ in range(5):  # verified: a find-fix bisect starts, one step per cycle
+        assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+    store = Store(load_config(cfg).db_path)
+    try:
+        (state,) = store.bisects()
+        assert state["mode"] == "find-fix" and (state["bad"], state["good"]) == ("v0.1.0", "v0.1.3")
+        assert "blocker marlin-pad went verified" in state["message"] or state["status"] == "done"
+        assert state["status"] == "done", state["message"]
+        rep = state["report"]
+        assert rep["after_word"] == "first fixed" and rep["after"]["build"] == f"{IMAGE}:v0.1.2"
+        assert store.statuses()["blocker:marlin-pad"]["status"] == "verified"
+    finally:
+        store.close()

@@ -1,7 +1,8 @@
 """Bisects that start themselves ([bisect] auto = true, off by default): a page that goes
 `regressed` bisects its recipes between the last passing and the failing build; a blocker that
-goes `fix-merged` bisects for the fix (find-fix) between the build that last reproduced it and
-the engine's latest release. Each cycle takes one step of each such bisect, within
+goes `fix-merged` or `verified` bisects for the fix (find-fix) between the build that last
+reproduced it and the build that passed (or, for fix-merged, the engine's latest release). Each
+cycle takes one step of each such bisect, within
 smoke.max_runs_per_day, so a cycle never runs a whole bisect at once.
 
 The builds are named by the versions the engines reported in those runs, matched to the engine
@@ -82,7 +83,7 @@ def _wanted(cfg: Config, store: Store, events: list[dict[str, Any]], client) -> 
                 )
                 if recipe.source and bad and good:
                     out.append((recipe, good, bad, False, f"page {e['subject']} regressed"))
-        if e.get("kind") == "blocker" and e.get("new") == "fix-merged":
+        if e.get("kind") == "blocker" and e.get("new") in ("fix-merged", "verified"):
             for recipe in cfg.recipes:
                 if e["subject"] not in recipe.blockers or not recipe.source:
                     continue
@@ -90,8 +91,19 @@ def _wanted(cfg: Config, store: Store, events: list[dict[str, Any]], client) -> 
                 bad = next(
                     (r for r in runs if e["subject"] in (r.get("blockers_reproduced") or [])), None
                 )
-                if bad:
-                    out.append((recipe, None, bad, True, f"blocker {e['subject']} went fix-merged"))
+                if not bad:
+                    continue
+                # verified: the run that got past it names the fixed build; else the latest release
+                good = next(
+                    (
+                        r
+                        for r in runs
+                        if r["outcome"] == "passed" and r["started_at"] > bad["started_at"]
+                    ),
+                    None,
+                )
+                why = f"blocker {e['subject']} went {e['new']}"
+                out.append((recipe, good, bad, True, why))
     return out
 
 
@@ -105,11 +117,9 @@ def auto_bisect(cfg: Config, store: Store, events: list[dict[str, Any]], client=
         try:
             tags = _tags(cfg, recipe, client)
             bad = _tag_for(reported_version(bad_run), tags)
-            good = (
-                _latest_release(cfg, recipe, client)
-                if find_fix
-                else _tag_for(reported_version(good_run), tags)
-            )
+            good = _tag_for(reported_version(good_run), tags) if good_run else None
+            if find_fix and good_run is None:
+                good = _latest_release(cfg, recipe, client)
             if not good or not bad:
                 raise WatcherError(
                     f"the runs name no build watcher can find among {recipe.source.repo}'s tags"
