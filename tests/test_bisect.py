@@ -380,18 +380,63 @@ def test_a_regressed_page_bisects_itself_one_step_per_cycle(tmp_path, fake_githu
         store.close()
 
 
-def test_github_actions_backend_is_refused_with_a_reason(tmp_path, fake_github, monkeypatch):
+def test_github_actions_backend_dispatches_one_run_per_step_collected_by_later_cycles(
+    tmp_path, fake_github, monkeypatch
+):
     setup(monkeypatch, tmp_path)
-    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
-    cfg = write_config(tmp_path, fake_github, tags, [])
-    cfg.write_text(
-        cfg.read_text().replace(
-            "[smoke]\n", '[smoke]\nbackend = "github-actions"\nrepo = "org/guide"\n'
-        )
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    tags = [r["tag"] for r in seed_releases(fake_github, 8)]
+    dispatched = []
+
+    def on_dispatch(inputs):  # the GPU runner: `watcher smoke fake --build BUILD`
+        dispatched.append(inputs)
+        version = inputs["build"].rsplit(":v", 1)[1]
+        bad = tags.index("v" + version) >= 5
+        doc = {
+            "run_id": inputs["run_id"],
+            "recipe": inputs["recipe"],
+            "outcome": "failed" if bad else "passed",
+            "signature": "marlin-tile-n" if bad else None,
+            "reason": "marlin" if bad else "passed",
+            "hardware": {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}], "matches_target": True},
+            "engine_version": version,
+            "metrics": {"decode_tokens_per_s": None},
+            "bisect": {"build": inputs["build"]},
+            "started_at": "2026-12-01T00:00:00Z",
+            "finished_at": "2026-12-01T00:01:00Z",
+        }
+        return {"result.json": json.dumps(doc)}
+
+    fake_github.add_workflow(
+        "org/guide",
+        "smoke.yml",
+        on_dispatch=on_dispatch,
+        run_name="smoke {recipe} {run_id}",
+        artifact_name="smoke-result",
     )
-    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--config", str(cfg))
-    assert r.exit_code == 1 and "github-actions backend" in r.stderr and "not built yet" in r.stderr
-    assert smoke_runs(cfg) == []
+    cfg = write_config(tmp_path, fake_github, tags, [])
+    smoke = '[smoke]\nbackend = "github-actions"\nrepo = "org/guide"\npoll_interval = 0\n'
+    cfg.write_text(cfg.read_text().replace("[smoke]\n", smoke))
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.7", "--config", str(cfg))
+    assert r.exit_code == 1 and "dispatched step 1 (lmsysorg/sglang:v0.1.0)" in r.stdout
+    assert "resume with: watcher bisect --resume" in r.stderr
+    for _ in range(60):  # each cycle collects a finished step and dispatches the next
+        assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+        store = Store(load_config(cfg).db_path)
+        try:
+            (state,) = store.bisects()
+        finally:
+            store.close()
+        if state["status"] not in ("running", "paused"):
+            break
+    assert state["status"] == "done", state["message"]
+    rep = state["report"]
+    assert rep["after"]["build"] == f"{IMAGE}:v0.1.5" and rep["exact"]
+    assert len(dispatched) == len(state["steps"]) == rep["runs"] <= budget_for(8)
+    assert [d["build"] for d in dispatched[:2]] == [f"{IMAGE}:v0.1.0", f"{IMAGE}:v0.1.7"]
+    runs = smoke_runs(cfg)
+    assert {run["backend"] for run in runs} == {"github-actions"} and len(runs) == rep["runs"]
+    assert all(run["bisect"]["id"] == state["id"] for run in runs)
 
 
 def test_sigterm_midway_keeps_the_state_and_the_printed_command_resumes(
@@ -475,5 +520,22 @@ def test_a_blocker_verified_after_an_upgrade_finds_its_fix_by_itself(
         rep = state["report"]
         assert rep["after_word"] == "first fixed" and rep["after"]["build"] == f"{IMAGE}:v0.1.2"
         assert store.statuses()["blocker:marlin-pad"]["status"] == "verified"
+    finally:
+        store.close()
+
+
+def test_smoke_build_runs_another_build_and_never_becomes_the_verdict(
+    tmp_path, fake_github, monkeypatch
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.3"])  # runs v0.1.3
+    r = run_cli("smoke", "fake", "--build", f"{IMAGE}:v0.1.1", "--json", "--config", str(cfg))
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["engine_version"] == "0.1.1" and doc["bisect"] == {"build": f"{IMAGE}:v0.1.1"}
+    store = Store(load_config(cfg).db_path)
+    try:
+        assert store.evaluation_runs() == []
     finally:
         store.close()

@@ -10,6 +10,8 @@ pull request's merge commit, a commit a watch rule matched), the builds just aft
 before it are tried first. Judged steps are capped at ceil(log2 N) + 2 for N builds; every run
 counts against smoke.max_runs_per_day. The state is stored after every step: a bisect stopped
 by the daily budget, a host without the GPU or Ctrl-C resumes with `watcher bisect --resume ID`.
+On the github-actions backend each step is one dispatched run (`watcher smoke --build`), and
+the cycle (`check-now`, `serve`) collects it and dispatches the next, like any other smoke run.
 
 A performance failure (a decode tokens/s check) is judged from --repeat runs per build against
 (1 - [bisect] threshold) x the good build's median: all samples below is slow, all above is
@@ -436,6 +438,7 @@ def _runs_left_today(cfg: Config, store: Store, now: datetime) -> int:
     from watcher.trigger import runs_in_last_day
 
     in_flight = sum(1 for t in store.triggers().values() if t["state"] == "dispatched")
+    in_flight += sum(1 for b in store.bisects(limit=20) if b.get("pending"))
     return cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - in_flight
 
 
@@ -453,16 +456,19 @@ def advance(
     runner: Runner | None = None,
     progress: Callable[[str], None] = lambda _m: None,
     max_steps: int | None = None,
+    client=None,
 ) -> dict[str, Any]:
     """Run steps until the bisect is done, fails, or must pause; the state is stored after each.
-    With `max_steps` (an automatic bisect: one step per cycle) it pauses after that many."""
+    With `max_steps` (an automatic bisect: one step per cycle) it pauses after that many. On the
+    github-actions backend a step is one dispatched run: this collects the pending one if it has
+    completed, dispatches the next, and pauses (a later cycle goes on)."""
     from watcher.smoke import new_run_id, record_run
 
-    if cfg.smoke.backend != "local" and runner is None:
+    actions = runner is None and cfg.smoke.backend == "github-actions"
+    if actions and state["repeat"] != 1:
         raise WatcherError(
-            "watcher bisect runs on this host only: the github-actions backend (one dispatched"
-            " run per step, collected by a later cycle) is not built yet; set [smoke] backend ="
-            " 'local' on the GPU host to bisect there"
+            "on the github-actions backend each step is one dispatched run: --repeat 1 (a"
+            " performance bisect with repeats runs on the GPU host itself)"
         )
     run = runner or _local
     recipe = cfg.recipe(state["recipe"])
@@ -471,6 +477,24 @@ def advance(
     taken = 0
     try:
         while True:
+            if state.get("pending"):  # a step dispatched to GitHub Actions
+                docs = _collect_pending(cfg, store, state, client)
+                if docs is None:
+                    p = state["pending"]
+                    state["message"] = (
+                        f"waiting for Actions run {p.get('actions_run_id') or '(not found yet)'}"
+                        f" of step {len(state['steps']) + 1} ({p['build']}); a later cycle"
+                        " collects it"
+                    )
+                    return _pause(store, state)
+                index = state.pop("pending")["index"]
+                step = judge(state, state["points"][index], docs)
+                progress(f"  -> {step['verdict']}: {step['why']}")
+                ended = _apply(state, step)
+                if ended:
+                    return _finish(cfg, store, state, ended)
+                _save(store, state)
+                continue
             index = next_index(state)
             if index is None:
                 return _finish(cfg, store, state, "done")
@@ -498,6 +522,8 @@ def advance(
             progress(
                 f"step {len(state['steps']) + 1}: build {index + 1}/{len(state['points'])} {point['build']}"
             )
+            if actions:
+                return _dispatch_step(cfg, store, state, recipe, point, client)
             docs = []
             for _ in range(state["repeat"]):
                 run_id = new_run_id(recipe.id)
@@ -518,6 +544,64 @@ def advance(
         state["message"] = "paused: interrupted"
         _pause(store, state)
         raise
+
+
+def _dispatch_step(cfg, store, state, recipe, point, client) -> dict[str, Any]:
+    from watcher.dispatch import dispatch
+    from watcher.smoke import new_run_id
+    from watcher.trigger import _open
+
+    run_id = new_run_id(recipe.id)
+    with _open(cfg, client) as c:
+        sent = dispatch(cfg, recipe_for(recipe, point["build"]), run_id, c, build=point["build"])
+    if not sent.sent:  # refused: nothing runs; the bisect waits for someone to fix the workflow
+        state["message"] = f"paused: {sent.error}"
+        return _pause(store, state)
+    state["pending"] = {
+        "index": point["index"],
+        "build": point["build"],
+        "run_id": run_id,
+        "actions_run_id": sent.actions_run_id,
+        "dispatched_at": iso(utcnow()),
+        "note": sent.error,
+    }
+    state["message"] = (
+        f"dispatched step {len(state['steps']) + 1} ({point['build']}) as Actions run"
+        f" {sent.actions_run_id or '(id not known yet)'}; a later cycle collects it"
+    )
+    return _pause(store, state)
+
+
+def _collect_pending(cfg, store, state, client) -> list[dict[str, Any]] | None:
+    """The pending step's result document (stored as a smoke run), or None while it runs."""
+    from watcher.dispatch import collect, find_run
+    from watcher.errors import GitHubError
+    from watcher.smoke import error_doc, record_run
+    from watcher.store import parse_iso
+    from watcher.trigger import _open
+
+    p = state["pending"]
+    recipe = cfg.recipe(state["recipe"])
+    since = parse_iso(p["dispatched_at"]) or utcnow()
+    overdue = (utcnow() - since).total_seconds() > cfg.smoke.dispatch_timeout
+    doc = None
+    try:
+        with _open(cfg, client) as c:
+            gh_id = p.get("actions_run_id") or find_run(cfg, p["run_id"], c)
+            if gh_id is not None:
+                p["actions_run_id"] = gh_id
+                doc = collect(cfg, recipe, p["run_id"], gh_id, c)
+    except GitHubError as e:
+        log.warning("bisect %s: collecting %s: %s", state["id"], p["run_id"], e)
+        return None
+    if doc is None and overdue:
+        reason = f"dispatched on {p['dispatched_at']}; no result within the dispatch timeout"
+        doc = error_doc(recipe, p["run_id"], reason, backend="github-actions")
+    if doc is None:
+        return None
+    doc["bisect"] = {"id": state["id"], "build": p["build"], "index": p["index"]}
+    record_run(store, doc)
+    return [doc]
 
 
 def _save(store: Store, state: dict[str, Any]) -> None:

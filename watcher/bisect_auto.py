@@ -110,8 +110,6 @@ def _wanted(cfg: Config, store: Store, events: list[dict[str, Any]], client) -> 
 def auto_bisect(cfg: Config, store: Store, events: list[dict[str, Any]], client=None) -> list[dict]:
     """Start the bisects this cycle's transitions ask for, then take one step of each running
     automatic bisect. -> the states touched. Never raises for a bisect's own trouble."""
-    if not cfg.bisect.auto:
-        return []
     at = iso(utcnow())
     for recipe, good_run, bad_run, find_fix, why in _wanted(cfg, store, events, client):
         try:
@@ -155,12 +153,24 @@ def auto_bisect(cfg: Config, store: Store, events: list[dict[str, Any]], client=
             f"bisect {state['id']} of {recipe.id} started automatically: {why} ({good} → {bad})",
             {"bisect": state["id"]},
         )
+    return _advance_all(cfg, store, client)
+
+
+def cycle_bisects(cfg: Config, store: Store, events: list[dict[str, Any]], client=None) -> list:
+    """The cycle's hook: automatic starts ([bisect] auto), then one step of each automatic
+    bisect and the collection of each step dispatched to GitHub Actions (any bisect)."""
+    if cfg.bisect.auto:
+        return auto_bisect(cfg, store, events, client)
+    return _advance_all(cfg, store, client)
+
+
+def _advance_all(cfg: Config, store: Store, client) -> list[dict]:
     touched = []
     for state in store.bisects(limit=20):
-        if not state.get("auto") or state["status"] not in UNFINISHED:
+        if state["status"] not in UNFINISHED or not (state.get("auto") or state.get("pending")):
             continue
         try:
-            touched.append(advance(cfg, store, state, max_steps=1))
+            touched.append(advance(cfg, store, state, max_steps=1, client=client))
         except WatcherError as e:
             log.warning("bisect %s: %s", state["id"], e)
     return touched

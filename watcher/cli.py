@@ -600,7 +600,15 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
     help="Run even without the target GPU; the result is marked off-target and validates nothing.",
 )
 @click.option("--run-id", help="Use this run id (the GitHub Actions workflow passes its own).")
-def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, run_id) -> None:
+@click.option(
+    "--build",
+    metavar="BUILD",
+    help="Run this engine build (image:tag or requirement) instead of the recipe's own (a bisect"
+    " step dispatched to Actions).",
+)
+def smoke(
+    config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, run_id, build
+) -> None:
     """Smoke-test one recipe on this host: launch, probe, tear down, classify, store the result.
 
     Exits 0 when the run passed, 1 when it did not (failed, timeout, error, skipped), 2 for a
@@ -615,7 +623,13 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
     recipe = recipe_or_error(cfg, recipe_id)
     if run_id is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$", run_id):
         raise click.UsageError(f"--run-id {run_id!r}: use letters, digits, '.', '_' or '-'")
+    if build:
+        from watcher.bisect import recipe_for
+
+        recipe = recipe_for(recipe, build)
     doc = run_recipe(cfg, recipe, any_hardware=any_hardware, run_id=run_id)
+    if build:  # an old build: never this recipe's verdict, here or where the result is collected
+        doc["bisect"] = {"build": build}
     stored = True
     try:  # the verdict is printed even if the database is busy (a long cycle holds its lock)
         store = Store(cfg.db_path)
@@ -666,7 +680,8 @@ def bisect(
     through the compare API); each is checked to exist before any run. Both ends are confirmed,
     then the range is halved, skipping builds that cannot be judged; at most ceil(log2 N) + 2
     judged steps, each counted against smoke.max_runs_per_day. A stopped bisect is stored and
-    resumes with --resume ID (the command is printed). Exits 0 when the range was found.
+    resumes with --resume ID (the command is printed). On the github-actions backend each step
+    is one dispatched run that check-now cycles collect. Exits 0 when the range was found.
 
     Example: watcher bisect sglang-nospec-tp1 --good v0.5.2 --bad v0.5.4
     """

@@ -542,10 +542,10 @@ def _smoke_hook(
         with store.transaction():
             ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
             report.events.extend(record_transitions(store, report.cycle_id, ev, at))
-    if cfg.bisect.auto:  # [bisect] auto: start what the transitions ask for, one step each
-        from watcher.bisect_auto import auto_bisect
+    # bisects: automatic starts ([bisect] auto), one step each, Actions steps collected
+    from watcher.bisect_auto import cycle_bisects
 
-        auto_bisect(cfg, store, report.events, client)
+    cycle_bisects(cfg, store, report.events, client)
     return ev
 
 
