@@ -57,7 +57,16 @@ def test_finds_the_exact_first_bad_build_within_budget(tmp_path, fake_github, mo
     runs = smoke_runs(cfg)
     assert len(runs) == rep["runs"] and all(run.get("bisect") for run in runs)
     assert "automatically" in rep["automated"] and "RTX 3090" in rep["hardware"]
-    # the report on stdout (text), with the resume line absent (it finished)
+    # the report on stdout
+    from watcher.bisect_report import text
+
+    shown = text(state)
+    assert f"  first bad: {IMAGE}:v0.1.11 (sha256:" in shown
+    assert (
+        "verified: the engine reports 0.1.11" in shown
+        and "  hardware: NVIDIA GeForce RTX 3090" in shown
+    )
+    assert f"  range: {rep['compare_url']} (2 commits)" in shown and "found automatically" in shown
     store = Store(load_config(cfg).db_path)
     try:
         events = [e for e in store.events() if e["kind"] == "bisect"]
@@ -190,6 +199,11 @@ def test_dry_run_lists_the_grid_from_tags_and_compare(tmp_path, fake_github, mon
     assert [p["tag"] for p in state["points"]] == ["v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4"]
     assert [p["sha"] for p in state["points"]] == [x["sha"] for x in rel[1:]]
     assert len(state["commits"]) == 6 and smoke_runs(cfg) == []
+    r = run_cli(
+        "bisect", "fake", "--good", "v0.1.1", "--bad", "v0.1.4", "--dry-run", "--config", str(cfg)
+    )
+    assert r.exit_code == 0 and r.stdout.startswith("4 builds, all present; budget 4 judged steps")
+    assert f"    1. {IMAGE}:v0.1.1  {rel[1]['sha'][:12]}" in r.stdout
     r = run_cli("bisect", "fake", "--good", "v0.1.4", "--bad", "v0.1.1", "--config", str(cfg))
     assert r.exit_code == 1 and "is not after v0.1.4" in r.stderr
 
