@@ -131,7 +131,8 @@ def text(state: dict[str, Any]) -> str:
     lines.append(
         f"  {len(state['points'])} builds from {state['points'][0]['build']} to"
         f" {state['points'][-1]['build']}; budget {state['budget']} judged steps"
-        f" (ceil(log2 N) + 2); {sum(len(s['runs']) for s in state['steps'])} smoke runs so far"
+        f" (ceil(log2 N) + 2); {sum(len(s['runs']) for s in state['steps'])} smoke runs"
+        + (" so far" if state["status"] in ("running", "paused") else "")
     )
     for key in ("before", "after"):
         p = r.get(key)
