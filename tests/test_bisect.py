@@ -106,6 +106,8 @@ def test_endpoints_are_confirmed(tmp_path, fake_github, monkeypatch):
     assert r.exit_code == 1
     assert state["status"] == "failed" and "the good build does not pass" in state["message"]
     assert len(state["steps"]) == 1
+    page = (tmp_path / "site" / "bisect" / f"{state['id']}.html").read_text()
+    assert "Bisect of fake: failed" in page and "the good build does not pass" in page
     cfg = write_config(tmp_path, fake_github, tags, [])  # nothing breaks
     r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3")
     assert state["status"] == "failed" and "the bad build passes" in state["message"]

@@ -68,7 +68,8 @@ def test_bad_source_or_bisect_is_named(text, expected):
 
 def _state(n: int, **kw):
     points = [
-        {"index": i, "build": f"img:v{i}", "sha": f"{i:040x}", "version": str(i)} for i in range(n)
+        {"index": i, "build": f"img:v{i}", "sha": f"{i:040x}", "version": str(i), "tag": f"v{i}"}
+        for i in range(n)
     ]
     base = {
         "mode": "regression",
@@ -149,3 +150,18 @@ def test_performance_steps_need_repeats_and_clear_separation():
 
 def test_budget_counts():
     assert [budget_for(n) for n in (2, 3, 4, 5, 16, 17, 64, 200)] == [3, 4, 4, 5, 6, 7, 8, 10]
+
+
+def test_installed_check_by_version_or_commit():
+    from watcher.bisect import installed_check
+
+    release = {"tag": "v0.5.3", "version": "0.5.3", "sha": "abcdef1234567890"}
+    nightly = {"tag": None, "version": "abcdef12", "sha": "abcdef1234567890"}
+    assert installed_check(release, {"engine_version": "0.5.3"})[0]
+    assert installed_check(release, {"engine_version": "0.5.3+gabcdef1"})[0]
+    assert not installed_check(release, {"engine_version": "0.5.2"})[0]
+    assert installed_check(nightly, {"engine_version": "0.5.4.dev7+gabcdef1"})[0]
+    assert not installed_check(nightly, {"engine_version": "0.5.4.dev7+g1234567"})[0]
+    ok, why = installed_check(nightly, {"engine_version": "0.5.4"})
+    assert ok and why == "unverified: the engine reports 0.5.4, which names no commit"
+    assert installed_check(release, {})[1] == "unverified: the engine reported no version"

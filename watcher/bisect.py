@@ -106,25 +106,29 @@ def reported_version(doc: dict[str, Any]) -> str | None:
     return None
 
 
+_HEX = re.compile(r"(?<![0-9a-f])[0-9a-f]{7,40}(?![0-9a-f])")
+
+
 def installed_check(point: dict[str, Any], doc: dict[str, Any]) -> tuple[bool, str]:
     """Did the build named by the grid really run? The engine's reported version must name it
-    (an image's label can differ from what is inside)."""
+    (an image's label can differ from what is inside): a release build its version, any build
+    its commit when the version names one (`0.5.3.dev12+gabcdef1`)."""
     reported = reported_version(doc)
     if not reported:
         return True, "unverified: the engine reported no version"
-    names = [point.get("version") or "", (point.get("sha") or "")[:7]]
-    if any(
-        n
-        and (
-            reported == n
-            or reported.startswith((n + "+", n + ".dev"))
-            or n in reported.split("+g")[-1:]
-        )
-        for n in names
+    sha = (point.get("sha") or "").lower()
+    commits = _HEX.findall(reported.lower().split("+g")[-1]) + _HEX.findall(reported.lower())
+    if commits and any(sha.startswith(c) for c in commits):
+        return True, f"verified: the engine reports {reported}"
+    version = point.get("version") or ""
+    if point.get("tag") and (
+        reported == version or reported.startswith((version + "+", version + ".dev"))
     ):
         return True, f"verified: the engine reports {reported}"
+    if not point.get("tag") and not commits:
+        return True, f"unverified: the engine reports {reported}, which names no commit"
     return False, (
-        f"the build is labelled {point.get('version')} but its engine reports {reported}"
+        f"the build is labelled {version} but its engine reports {reported}"
         " (a mislabelled build: not judged)"
     )
 

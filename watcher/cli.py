@@ -745,6 +745,10 @@ def bisect(
             signal.signal(signal.SIGTERM, old_term)
     finally:
         store.close()
+    if as_json:
+        click.echo(json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        click.echo(terminal_safe(text(state)))
     if state["status"] not in bs.UNFINISHED:
         from watcher.site import build_site
 
@@ -753,10 +757,6 @@ def bisect(
             click.echo(f"site: {site.path / 'bisect' / (state['id'] + '.html')}", err=True)
         except (WatcherError, OSError) as e:
             click.echo(f"warning: the site was not rebuilt: {e}", err=True)
-    if as_json:
-        click.echo(json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False))
-    else:
-        click.echo(terminal_safe(text(state)))
     if state["status"] in bs.UNFINISHED:
         click.echo(f"resume with: {bs.resume_command(cfg, state)}", err=True)
     sys.exit(0 if state["status"] == "done" and (state.get("report") or {}).get("exact") else 1)
