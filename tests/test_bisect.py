@@ -555,3 +555,27 @@ def test_smoke_build_runs_another_build_and_never_becomes_the_verdict(
         assert store.evaluation_runs() == []
     finally:
         store.close()
+
+
+def test_an_automatic_bisect_that_cannot_name_its_builds_says_so(
+    tmp_path, fake_github, monkeypatch
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    page = '[[page]]\nid = "guide"\ntitle = "The guide"\noutput = "GUIDE.md"\nrecipes = ["fake"]\n'
+    kw = dict(extra=page + "[bisect]\nauto = true\n", blockers="[]")
+    args = ["--bad-from", "latest", "--builds", "v0.1.0,latest"]
+    cfg = write_config(tmp_path, fake_github, tags, args, image_tag="v0.1.0", **kw)
+    assert run_cli("smoke", "fake", "--config", str(cfg)).exit_code == 0
+    assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+    write_config(tmp_path, fake_github, tags, args, image_tag="latest", **kw)  # no such tag
+    assert run_cli("smoke", "fake", "--config", str(cfg)).exit_code == 1
+    assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+    store = Store(load_config(cfg).db_path)
+    try:
+        assert store.bisects() == []
+        (event,) = [e for e in store.events() if e["kind"] == "bisect"]
+        assert event["new"] == "not-started" and "page guide regressed" in event["message"]
+        assert "name no build watcher can find among sgl-project/sglang's tags" in event["message"]
+    finally:
+        store.close()
