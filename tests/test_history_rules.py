@@ -253,7 +253,7 @@ def test_page_at_the_cut_dead_path_and_hints(tmp_path):
     assert blockers["eagle3-layer-capture"] == "blocked" and page == "blocked"
     assert items["sglang-marlin"]["warnings"] == [
         "`sgl-kernel/csrc/gemm/marlin/gptq_marlin.cu` no longer exists at main (cf346bb); "
-        "this rule cannot see new commits there"
+        "this rule cannot see new commits there; removed in 9dff933 (#19241)"
     ]
 
 
