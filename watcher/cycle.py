@@ -235,6 +235,8 @@ def record_transitions(
     events = []
     for key, old, new in transitions(previous, current):
         kind, _, subject = key.partition(":")
+        if kind == "blocker" and ev.blockers[subject].stale:
+            continue  # can't check right now: no transition, no comment (a first sighting too)
         reason = current[key][1]
         title = subject
         message = (
