@@ -110,7 +110,8 @@ class GitHubState:
         closed_by: str | None = None,
     ) -> dict:
         """Seed an issue. A closed issue without a state_reason reads "completed", like GitHub.
-        `closed_by`: who closed it (default: the repository's owner, a maintainer)."""
+        `closed_by`: who closed it (default: the repository's owner, a maintainer; "": not
+        said, null, as GitHub answers for some issues: the timeline's `closed` actor tells)."""
         if state == "closed" and state_reason is None:
             state_reason = "completed"
         return self._add(repo, number, False, locals())
