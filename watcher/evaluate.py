@@ -273,7 +273,7 @@ def _blocker_status(
 
 def _unreadable_reason(row: dict[str, Any] | None) -> str:
     code = ((row or {}).get("details") or {}).get("code") or {}
-    return code.get("unreadable") or "its files cannot be read"
+    return code.get("unreadable") or (row or {}).get("error") or "its files cannot be read"
 
 
 def _stage(run: dict[str, Any]) -> str:

@@ -28,8 +28,11 @@ UNREADABLE = ("unreadable", "file-missing")
 
 
 def item_unreadable(item: Item, row: dict[str, Any] | None) -> bool:
-    """A code check that could not read its files: it says nothing about the fix."""
-    return item.kind == "code" and bool(row) and row.get("state") in UNREADABLE
+    """A code check that could not read its files (or was never read for an error): it says
+    nothing about the fix."""
+    if item.kind != "code" or not row:
+        return False
+    return row.get("state") in UNREADABLE or (bool(row.get("stale")) and not row.get("state"))
 
 
 def evidence_key(row: dict[str, Any] | None) -> str | None:

@@ -23,6 +23,7 @@ BLOBS = {
         "python/sglang/srt/layers/quantization/marlin_utils.py",
         "python/sglang/srt/layers/quantization/auto_round.py",
         "python/sglang/srt/models/qwen3_5.py",
+        "python/sglang/srt/models/qwen3_5_mtp.py",
         "python/sglang/srt/layers/attention/fla/fused_recurrent.py",
         # moved files (issue 20): a rename (git: 99% similar) and a move with heavy edits
         "python/sglang/srt/layers/quantization/awq/awq_triton.py",
