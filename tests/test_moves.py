@@ -15,7 +15,7 @@ from watcher.config import Item
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.replay import ReplayGitHub
 from watcher.github import GitHubClient
-from watcher.poll import Poller
+from watcher.poll import Poller, read_code_item
 
 SGL = "sgl-project/sglang"
 OLD = "python/sglang/srt/layers/quantization/marlin_utils.py"
@@ -276,3 +276,20 @@ def test_replay_stream_follows_mtp_worker_after_its_rename(replay):
     assert moved["sha"].startswith("3c882db3ad") and moved["pr"] == 15632
     dates = [c["date"] for c in obs.details["commits"]]
     assert max(dates) > "2026-01-01"  # commits after the move are read on the new path
+
+
+def test_read_code_item_alone_follows_the_move_too(replay):
+    """What `watcher backtest` calls: no tree, no poller; a 404 is looked up all the same."""
+    item = Item(
+        id="awq",
+        repo=SGL,
+        kind="code",
+        paths=(AWQ_TRITON,),
+        present=(r"\bdef\s+awq_dequantize_triton\b",),
+    )
+    with GitHubClient(replay.url, token="test-token", retries=0) as client:
+        state, evidence = read_code_item(client, item, "main")
+    assert state == "present"
+    assert evidence["moved"] == {
+        AWQ_TRITON: "python/sglang/srt/layers/quantization/awq/awq_triton.py"
+    }

@@ -573,25 +573,26 @@ def read_code_item(
     """
     ref = ref or resolve_ref(client, item.repo, item.ref)
     sha = sha or head_sha(client, item.repo, ref)
-    if moved is None:
-        moved = []
-        for path in item.paths:
-            if tree is not None and path not in tree:
-                m = moves.follow(client, item.repo, path, ref, tree)
-                if m is not None:
-                    moved.append(m.as_dict())
-    new_path = {m["path"]: m["new"] for m in moved if m.get("new")}
+    look_up = moved is None  # the poller looked them up with the dead-path check already
+    new_path = {m["path"]: m["new"] for m in moved or () if m.get("new")}
     lines: list[dict[str, Any]] = []
     missing, read, unreadable = [], [], []
     found: dict[str, bool] = {p: False for p in (*item.present, *item.absent)}
+
+    def text_at(path: str) -> str | None:
+        if tree is not None and path not in tree:
+            return None
+        return _read_file(client, item.repo, path, ref)
+
     for watched in item.paths:
         path = new_path.get(watched, watched)
         try:
-            text = (
-                None
-                if tree is not None and path not in tree
-                else _read_file(client, item.repo, path, ref)
-            )
+            text = text_at(path)
+            if text is None and look_up:
+                move = moves.follow(client, item.repo, watched, ref, tree)
+                if move is not None and move.new and not move.new.endswith("/"):
+                    new_path[watched] = path = move.new
+                    text = text_at(path)
         except GitHubError as e:
             if e.status is not None:  # an HTTP error: the item goes stale, keeping its state
                 raise
