@@ -189,3 +189,31 @@ def test_the_headline_is_the_relevant_match_not_the_newest(tmp_path):
         doc = item_doc(cycle(cfg_path, gh), "gdn")
         assert doc["title"] == "Spec loader fix (#4)"  # an explicit link to a tracked item wins
         assert doc["evidence"]["matches"][0]["relevance"] == [f"closes tracked {SGL.lower()}#19406"]
+
+
+def test_a_commit_whose_pr_a_tracked_issue_cross_references_headlines(tmp_path):
+    with FakeGitHub() as gh:
+        gh.add_issue(SGL, 19406, title="Marlin crash")
+        gh.add_commit(
+            SGL,
+            message="Fix mamba state in spec verify (#2)",
+            date="2026-03-01T00:00:00Z",
+            contents={"python/sglang/srt/layers/attention/mamba/ops.py": "x\n"},
+        )
+        gh.add_commit(
+            SGL,
+            message="Spec worker cleanup (#3)",
+            date="2026-03-05T00:00:00Z",
+            contents={"python/sglang/srt/speculative/worker.py": "y\n"},
+        )
+        gh.add_pull(SGL, 3, title="Spec worker cleanup", merged=True)
+        gh.add_cross_reference(SGL, 19406, source_repo=SGL, source_number=3)
+        # a stranger's PR with the same number links nothing in sgl-project/sglang
+        gh.add_pull("stranger/sglang", 2, title="mention", merged=True)
+        gh.add_cross_reference(SGL, 19406, source_repo="stranger/sglang", source_number=2)
+        doc = item_doc(cycle(write_config(tmp_path, gh, HEADLINE), gh), "gdn")
+    assert doc["title"] == "Spec worker cleanup (#3)"
+    first, second = doc["evidence"]["matches"][:2]
+    assert first["relevance"] == [f"its PR is cross-referenced by tracked {SGL}#19406"]
+    assert second["subject"] == "Fix mamba state in spec verify (#2)"
+    assert second["relevance"] == ["touches core path python/sglang/srt/layers/attention/mamba/"]

@@ -105,6 +105,9 @@ class Poller:
         self.client = client
         self.concurrency = concurrency
         self.tracked: frozenset[tuple[str, int]] = frozenset()  # (repo, number) of issues/pulls
+        # PR (repo, number) -> the tracked item whose timeline links it ("owner/repo#N")
+        self.linked: dict[tuple[str, int], str] = {}
+        self._timelines: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._tips: dict[tuple[str, str | None], Tip | GitHubError] = {}
         self._tips_lock = threading.Lock()
         self.finished = 0  # items read (or failed) so far: what a Ctrl-C mid-poll drops
@@ -119,8 +122,15 @@ class Poller:
         interrupted = False
         try:
             list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
-            results = pool.map(self._poll_counted, items)
-            return {o.item_id: o for o in results}
+            # issues and pulls first when there are streams: their timelines link PRs that
+            # rank a stream's commits (else config order, as ever)
+            streams = any(i.kind == "commits" for i in items)
+            threads = [i for i in items if streams and i.kind in ("issue", "pull")]
+            rest = [i for i in items if i not in threads]
+            seen = {o.item_id: o for o in pool.map(self._poll_counted, threads)}
+            self.linked = relevance.linked_pulls(threads, self._timelines)
+            seen.update((o.item_id, o) for o in pool.map(self._poll_counted, rest))
+            return {i.id: seen[i.id] for i in items if i.id in seen}
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -134,6 +144,26 @@ class Poller:
         with self._tips_lock:
             self.finished += 1
         return obs
+
+    def timeline(self, item: Item) -> list[dict[str, Any]]:
+        """An issue's or pull's timeline (conditional), read once per poller."""
+        key = (item.repo.lower(), int(item.number or 0))
+        with self._tips_lock:
+            known = self._timelines.get(key)
+        if known is None:
+            known = self.client.paginate(
+                f"/repos/{item.repo}/issues/{item.number}/timeline", {"per_page": 100}
+            )
+            with self._tips_lock:
+                self._timelines[key] = known
+        return known
+
+    def _read_links(self, item: Item) -> None:
+        """Read the timeline for what it links (a read error only costs the ranking)."""
+        try:
+            self.timeline(item)
+        except GitHubError:
+            pass
 
     def tip(self, repo: str, spec: str | None, raise_error: bool = True) -> Tip | None:
         """The tip of `spec` in `repo` (read once per poller); a read error is remembered too."""
@@ -203,9 +233,10 @@ class Poller:
         issue = page.data
         state = issue_state(issue)
         if state == "completed" and trust.author_closed(issue) is not False:
-            events = self.client.paginate(f"{path}/timeline", {"per_page": 100})
-            if trust.closed_by_author(issue, events):
+            if trust.closed_by_author(issue, self.timeline(item)):
                 state = "closed-by-author"  # not fixed: nothing merged is linked to it
+        else:
+            self._read_links(item)
         return Observation(
             item_id=item.id,
             state=state,
@@ -232,13 +263,12 @@ class Poller:
             details={"merged_at": pull.get("merged_at"), "closed_at": pull.get("closed_at")},
         )
         merge_sha, fix_repo = None, item.repo
+        if state != "closed":
+            self._read_links(item)
         if state == "merged":
             merge_sha = pull.get("merge_commit_sha")
         elif state == "closed":
-            events = self.client.paginate(
-                f"/repos/{item.repo}/issues/{item.number}/timeline", {"per_page": 100}
-            )
-            sup, context = trust.superseding(self.client, item, events, pull_state)
+            sup, context = trust.superseding(self.client, item, self.timeline(item), pull_state)
             if context:  # shown, never counted: unmerged, or not from a trusted repository
                 obs.details["referenced_by"] = context
             if sup:
@@ -305,10 +335,10 @@ class Poller:
         paths_of: dict[str, list[str]] = {}
         commits, truncated = read_commit_stream(self.client, read_as, paths_of=paths_of)
         matched = [c for c in commits if commit_matches(item, c)]
-        ranked = relevance.rank(item, matched, paths_of, self.tracked)
+        ranked = relevance.rank(item, matched, paths_of, self.tracked, self.linked)
         matches = [commit_evidence(item.repo, c) for c in ranked]
         for ev, c in zip(matches, ranked, strict=True):
-            why = relevance.reasons(item, c, paths_of, self.tracked)
+            why = relevance.reasons(item, c, paths_of, self.tracked, self.linked)
             if why:
                 ev["relevance"] = why
         details["warnings"] += [truncation_warning(item, t) for t in truncated]
