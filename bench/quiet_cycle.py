@@ -34,12 +34,9 @@ def run(tree: Path, cycles: int, tmp: Path) -> list[tuple[int, int, int]]:
         load(gh, "sglang_code")
         folder = tmp / tree.name
         folder.mkdir()
-        text = (ROOT / "watch.toml").read_text()
+        text = (tree / "watch.toml").read_text()  # each tree's own shipped list
         text = text.replace("[watcher]\n", f'[watcher]\ngithub_api_url = "{gh.url}"\n', 1)
-        text = "\n".join(  # the keys before issue 23 (a tree that predates them rejects them)
-            line for line in text.splitlines() if not line.startswith("stale_after")
-        )
-        (folder / "watch.toml").write_text(text + "\n")
+        (folder / "watch.toml").write_text(text)
         repos = sorted(r.full_name for r in gh._repos.values())
         worker = Worker(tree, folder / "watch.toml")
         rows = []
