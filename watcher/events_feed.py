@@ -158,5 +158,7 @@ class EventsFeed:
                 sha = data.get("merge_commit_sha")
                 known = sha and self.client.memo_get(f"contains {item.repo} {sha}")
                 return news.releases and not known
-            return news.pulls  # closed unmerged: a superseding PR may have moved
+            # closed unmerged: the superseding PR may be anywhere, even in another repository
+            # (whose events this feed never shows): read it every cycle (such items are few)
+            return True
         return False
