@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from watcher import textmatch
 from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
 
@@ -384,9 +385,9 @@ def commit_matches(item: Item, commit: dict[str, Any] | str) -> bool:
     the subject line (match = "subject", the default) or the whole message (match = "message")."""
     message = commit_message(commit)
     text = message if item.match == "message" else (message.splitlines() or [""])[0]
-    if item.pattern and not re.search(item.pattern, text):
+    if item.pattern and not textmatch.search(item.pattern, text):
         return False
-    return all(re.search(term, text) for term in item.terms)
+    return all(textmatch.search(term, text) for term in item.terms)
 
 
 def commit_evidence(repo: str, commit: dict[str, Any]) -> dict[str, Any]:
@@ -508,33 +509,20 @@ def _read_file(client: GitHubClient, repo: str, path: str, ref: str) -> str | No
 
 
 def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) -> list[dict]:
-    """Every line where `pattern` matches (a match spanning lines counts at its first line)."""
-    out = []
-    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    """Every line where `pattern` matches, one line at a time with the work bounded
+    (watcher.textmatch: a backtracking pattern over a long upstream line cannot stall the cycle)."""
     lines = text.split("\n")
-    seen = set()
-    for m in re.finditer(pattern, text, re.MULTILINE):
-        n = _line_of(starts, m.start())
-        if n in seen:
-            continue
-        seen.add(n)
-        out.append(
-            {
-                "path": path,
-                "line": n,
-                "text": lines[n - 1].strip()[:300],
-                "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
-                "rule": rule,
-                "pattern": pattern,
-            }
-        )
-    return out
-
-
-def _line_of(starts: list[int], offset: int) -> int:
-    import bisect
-
-    return bisect.bisect_right(starts, offset)
+    return [
+        {
+            "path": path,
+            "line": n,
+            "text": lines[n - 1].strip()[:300],
+            "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
+            "rule": rule,
+            "pattern": pattern,
+        }
+        for n in textmatch.matching_lines(pattern, text)
+    ]
 
 
 def read_code_item(
