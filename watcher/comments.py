@@ -26,6 +26,7 @@ log = logging.getLogger("watcher")
 
 DEFAULT_SECONDARY_WAIT = 60.0  # a secondary rate limit without retry-after: wait at least a minute
 MAX_COMMENT_PAGES = 100  # 10,000 comments
+MAX_LISTING_S = 120.0  # no new page of the listing asked after this (each page has its own timeout)
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,9 @@ class GithubComments:
         where = f"GET {self.repo}#{self.issue_number} comments"
         path = f"/repos/{self.repo}/issues/{self.issue_number}/comments"
         try:
-            raw = self._reader.paginate(path, {"per_page": 100}, max_pages=MAX_COMMENT_PAGES)
+            raw = self._reader.paginate(
+                path, {"per_page": 100}, max_pages=MAX_COMMENT_PAGES, within=MAX_LISTING_S
+            )
         except GitHubError as e:
             shown = f" ({e.url})" if e.url else ""
             raise CommentError(

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
 
 MAX_COMMITS_SHOWN = 20
 MAX_LINES_SHOWN = 20
+MAX_STREAM_PAGES = 50  # a commit stream with no max_pages: 5,000 commits a path, then a warning
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -591,21 +592,21 @@ def read_commit_stream(
         params["sha"] = ref or item.branch
     seen: dict[str, dict[str, Any]] = {}
     truncated = []
+    cap = item.max_pages if item.max_pages is not None else MAX_STREAM_PAGES
     for path in item.paths or (None,):
-        page = client.get(
-            f"/repos/{item.repo}/commits", dict(params, path=path) if path else params
-        )
-        batch, pages = list(page.data), 1
-        while "next" in page.links:
-            if item.max_pages is not None and pages >= item.max_pages:
-                oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
-                truncated.append(
-                    {"path": path, "pages": pages, "commits": len(batch), "oldest": oldest}
-                )
-                break
-            page = client.get(page.links["next"])
-            batch.extend(page.data)
-            pages += 1
+        batch, pages, more = [], 0, False
+        with client.one_read():  # cached only when the whole path was read
+            for page in client.pages(
+                f"/repos/{item.repo}/commits", dict(params, path=path) if path else params, cap
+            ):
+                batch.extend(page.data)
+                pages += 1
+                more = "next" in page.links
+        if more:
+            oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
+            truncated.append(
+                {"path": path, "pages": pages, "commits": len(batch), "oldest": oldest}
+            )
         for c in batch:
             seen.setdefault(c["sha"], c)
     commits = sorted(
@@ -622,7 +623,7 @@ def truncation_warning(item: Item, t: dict[str, Any]) -> str:
     back = f", back to {t['oldest'][:10]}" if t.get("oldest") else ""
     return (
         f"Read only the newest {t['commits']} commits{where} (max_pages = "
-        f"{item.max_pages}){back}; older commits{since} were not read"
+        f"{item.max_pages or MAX_STREAM_PAGES}){back}; older commits{since} were not read"
     )
 
 
