@@ -773,4 +773,7 @@ def db_changed(old: str, new: str, every: str | None) -> None:
 
 
 def main() -> None:
+    from watcher.token import hold
+
+    hold()  # GITHUB_TOKEN leaves this process's environment (engines could read it there)
     cli(prog_name="watcher")

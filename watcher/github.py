@@ -40,6 +40,7 @@ from watcher.answers import BadAnswer, check, clean, spec_for
 from watcher.config import DEFAULT_API_URL
 from watcher.errors import GitHubError
 from watcher.store import iso, utcnow
+from watcher.token import github_token
 
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="([^"]+)"')
 TRANSIENT = {500, 502, 503, 504}
@@ -241,7 +242,7 @@ class GitHubClient:
     ):
         self.base_url = api_base_url(base_url)
         self.shown_base_url = public_url(self.base_url)
-        self.token = token if token is not None else os.environ.get("GITHUB_TOKEN") or None
+        self.token = token if token is not None else github_token()
         self.etags = dict(etags or {})
         self.etag_updates: dict[str, dict[str, Any]] = {}
         self.stats = Stats()

@@ -152,7 +152,9 @@ class Notifier:
     # -- plumbing
     def _open_api(self) -> CommentAPI | None:
         if self.api is None and self.repo and self.issue:
-            token = os.environ.get("GITHUB_TOKEN")
+            from watcher.token import github_token
+
+            token = github_token()
             if token:
                 self.api = GithubComments(
                     self.repo,

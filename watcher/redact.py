@@ -5,7 +5,6 @@ Its own small module so that a smoke run or a dispatch can redact without import
 
 from __future__ import annotations
 
-import os
 import re
 
 _SECRET = re.compile(
@@ -20,7 +19,9 @@ def redact(text: str | None) -> str:
     the user:pass@ of any URL."""
     if not text:
         return ""
-    token = os.environ.get("GITHUB_TOKEN")
+    from watcher.token import github_token
+
+    token = github_token()
     if token and len(token) >= 8:
         text = text.replace(token, "[redacted]")
     return _USERINFO.sub("", _SECRET.sub("[redacted]", text))
