@@ -26,6 +26,8 @@ log = logging.getLogger("watcher")
 
 DEFAULT_SECONDARY_WAIT = 60.0  # a secondary rate limit without retry-after: wait at least a minute
 MAX_COMMENT_PAGES = 100  # 10,000 comments
+# Who posts with an installation token (GitHub Actions' GITHUB_TOKEN), which may not read /user
+ACTIONS_LOGIN = "github-actions[bot]"
 MAX_LISTING_S = 120.0  # no new page of the listing asked after this (each page has its own timeout)
 
 
@@ -146,8 +148,15 @@ class GithubComments:
             raise CommentError(f"{what}: {public_url(str(e)) or type(e).__name__}") from None
 
     def login(self) -> str:
+        """The token's login (GET /user); an installation token such as the Actions
+        GITHUB_TOKEN is refused there with a 403, and its comments carry ACTIONS_LOGIN."""
         if self._login is None:
-            self._login = self._call("GET /user", lambda: self._gh.get_user().login)
+            try:
+                self._login = self._call("GET /user", lambda: self._gh.get_user().login)
+            except CommentError as e:
+                if e.status != 403 or e.rate_limited:
+                    raise
+                self._login = ACTIONS_LOGIN
         return self._login
 
     def list_comments(self) -> list[Comment]:

@@ -316,7 +316,10 @@ class Notifier:
             asks.extend(
                 a
                 for c in comments
-                if c.login != login and c.id > int(mark) and (a := command_ask(c)) is not None
+                # the token's owner may ask too; only watcher's own bodies (a marker first) are not asks
+                if not _written_by_watcher(c, login)
+                and c.id > int(mark)
+                and (a := command_ask(c)) is not None
             )
         self.result.asks = [f"{a.kind} {a.target} by {a.who or 'a tick'}" for a in asks]
         if self.dry_run:
@@ -538,3 +541,8 @@ def notify_status(cfg: Config, store: Store, limit: int = 20) -> dict[str, Any]:
         "last_run_at": store.notify_get("last_run_at"),
         "last_error": store.notify_get("last_error"),
     }
+
+
+def _written_by_watcher(comment: Comment, login: str) -> bool:
+    """A body watcher wrote: by our login and opening with a watcher marker."""
+    return comment.login == login and comment.body.lstrip().startswith("<!-- watcher:")
