@@ -9,7 +9,11 @@ import re
 
 _SECRET = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
-    r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
+    # a key word on its own (`token=`, `Authorization: Bearer X`), not the end of an identifier
+    # (`retrieve_parent_token=None` is code), or an environment name such as GITHUB_TOKEN=
+    r"(?:(?<![A-Za-z0-9_])(?i:authorization|token|api[_-]?key|password)"
+    r"|(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*_(?:TOKEN|API_KEY|KEY|PASSWORD|SECRET))"
+    r"\s*[:=]\s*(?:(?i:bearer|token|basic)\s+)?\S+)"
 )
 _USERINFO = re.compile(r"(?<=://)[^/\s@]+@")  # user:pass@ in a URL (say, GITHUB_API_URL)
 
