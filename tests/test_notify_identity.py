@@ -81,3 +81,27 @@ def test_the_token_owners_own_command_is_acted_on(fake_github, monkeypatch, cfg)
     gh.add_comment(DOCS, ISSUE, body="/watcher recheck", user="watcher-bot")
     report = cycle(cfg, 10)
     assert report.notify["asks"] == ["recheck  by watcher-bot"], report.notify["asks"]
+
+
+def test_outsiders_cannot_push_a_maintainers_ask_out_of_recent_requests(
+    fake_github, monkeypatch, cfg
+):
+    import json
+
+    from watcher.store import Store
+
+    gh = fake_github
+    world(gh, monkeypatch, "test-token")
+    cycle(cfg, 0)  # sets the mark
+    gh.set_permission(DOCS, "alice", "write")
+    gh.add_comment(DOCS, ISSUE, body="/watcher recheck", user="alice")
+    for n in range(12):
+        gh.add_comment(DOCS, ISSUE, body="/watcher run-smoke r1", user=f"drive-by-{n}")
+    cycle(cfg, 10)
+    store = Store(cfg.db_path)
+    try:
+        log = json.loads(store.notify_get("ask_log"))
+    finally:
+        store.close()
+    assert any("alice" in line for line in log), log
+    assert sum("needs write access" in line for line in log) <= 2, log

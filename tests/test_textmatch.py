@@ -106,3 +106,9 @@ def test_validate_warns_about_a_slow_pattern(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert "warning: [item.c]" in r.stderr and "unanchored `.*` between literals" in r.stderr
+
+
+def test_evidence_lines_from_files_carry_no_terminal_escapes():
+    text = "ok\n\x1b[2J\x1b]0;pwned\x07GPTQ x != 0\x1b[0m\n"
+    (hit,) = _find("o/r", "a" * 40, "f.py", text, SLOW, "present")
+    assert "\x1b" not in hit["text"] and "\x07" not in hit["text"] and "GPTQ x != 0" in hit["text"]

@@ -341,7 +341,7 @@ class Notifier:
             line = ask_line(self.cfg, a, self.at, outcome)
             kept.append(line)
             (log.warning if refused else log.info)("notify: %s", line)
-        self.store.notify_set("ask_log", json.dumps(kept[-ASK_LOG_LIMIT:]))
+        self.store.notify_set("ask_log", json.dumps(trimmed_ask_log(kept)))
         return True
 
     def _act(self, ask: Ask) -> str:
@@ -546,3 +546,15 @@ def notify_status(cfg: Config, store: Store, limit: int = 20) -> dict[str, Any]:
 def _written_by_watcher(comment: Comment, login: str) -> bool:
     """A body watcher wrote: by our login and opening with a watcher marker."""
     return comment.login == login and comment.body.lstrip().startswith("<!-- watcher:")
+
+
+OUTSIDER_LINES = 2  # of the ASK_LOG_LIMIT lines, at most this many for asks refused for access
+_REFUSED_FOR_ACCESS = "access; asking needs write access"
+
+
+def trimmed_ask_log(lines: list[str]) -> list[str]:
+    """The newest ASK_LOG_LIMIT lines, of which at most OUTSIDER_LINES are asks refused for lack
+    of write access: anyone may comment, so outsiders must not push maintainers' asks out."""
+    refused = [i for i, line in enumerate(lines) if _REFUSED_FOR_ACCESS in line]
+    drop = set(refused[: max(0, len(refused) - OUTSIDER_LINES)])
+    return [line for i, line in enumerate(lines) if i not in drop][-ASK_LOG_LIMIT:]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from watcher import textmatch
+from watcher.answers import clean_text
 from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
 
@@ -517,7 +518,7 @@ def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) ->
         {
             "path": path,
             "line": n,
-            "text": lines[n - 1].strip()[:300],
+            "text": clean_text(lines[n - 1].strip())[:300],  # file text: no terminal escapes
             "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
             "rule": rule,
             "pattern": pattern,
