@@ -119,8 +119,15 @@ ARTIFACTS = {"artifacts": Opt([{"name": Opt(str), "archive_download_url": str}])
 COMMENT = {"id": int, "body": Opt(str), "html_url": Opt(str), "user": Opt({"login": Opt(str)})}
 REPOSITORY = {"default_branch": str, "full_name": Opt(str)}
 TREE = {"truncated": Opt(bool), "tree": Opt([{"path": str, "type": Opt(str)}])}
-_FILE = {"type": Opt(str), "encoding": Opt(str), "content": Opt(str), "size": Opt(int)}
+_FILE = {
+    "type": Opt(str),
+    "encoding": Opt(str),
+    "content": Opt(str),
+    "size": Opt(int),
+    "sha": Opt(str),
+}
 CONTENTS = OneOf(_FILE, [{"path": Opt(str), "type": Opt(str)}])
+BLOB = {"content": str, "encoding": str, "size": Opt(int)}
 LATEST_RELEASE = {"tag_name": str}
 TAGS = [{"name": str, "commit": Opt({"sha": Opt(str)})}]
 USER = {"login": str}
@@ -138,6 +145,7 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/releases"), RELEASES),
     (re.compile(rf"{_REPO}/tags"), TAGS),
     (re.compile(rf"{_REPO}/git/trees/.+"), TREE),
+    (re.compile(rf"{_REPO}/git/blobs/[0-9a-f]+"), BLOB),
     (re.compile(rf"{_REPO}/contents/.*"), CONTENTS),
     (re.compile(rf"{_REPO}/collaborators/[^/]+/permission"), {"permission": Opt(str)}),
     (re.compile(_REPO), REPOSITORY),

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
 
 MAX_COMMITS_SHOWN = 20
 MAX_LINES_SHOWN = 20
+MAX_CODE_FILE_BYTES = 7 * 1024 * 1024  # base64 of it (4/3) fits github.MAX_BODY_BYTES
 MAX_STREAM_PAGES = 50  # a commit stream with no max_pages: 5,000 commits a path, then a warning
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -498,6 +499,8 @@ def _read_file(client: GitHubClient, repo: str, path: str, ref: str) -> str | No
         raise
     if isinstance(data, list) or data.get("type") not in (None, "file"):
         raise GitHubError(f"{repo}: {path} at {ref} is a folder, not a file")
+    if data.get("encoding") == "none" and data.get("sha"):
+        data = _read_blob(client, repo, path, ref, data)
     if data.get("encoding") != "base64":
         raise GitHubError(
             f"{repo}: {path} at {ref} is too large for the contents API"
@@ -508,6 +511,20 @@ def _read_file(client: GitHubClient, repo: str, path: str, ref: str) -> str | No
     except (binascii.Error, ValueError) as e:
         raise GitHubError(f"{repo}: {path} at {ref}: bad base64 content: {e}") from None
     return raw.decode("utf-8", errors="replace")
+
+
+def _read_blob(
+    client: GitHubClient, repo: str, path: str, ref: str, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """A file over the contents API's 1 MB limit, through the git blobs API (up to
+    MAX_CODE_FILE_BYTES: the base64 answer must fit the transport's body cap)."""
+    size = entry.get("size") or 0
+    if size > MAX_CODE_FILE_BYTES:
+        raise GitHubError(
+            f"{repo}: {path} at {ref} is {size / 2**20:.1f} MiB; a code item reads files up to "
+            f"{MAX_CODE_FILE_BYTES / 2**20:g} MiB"
+        )
+    return client.get_json(f"/repos/{repo}/git/blobs/{quote(entry['sha'], safe='')}")
 
 
 def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) -> list[dict]:
