@@ -105,3 +105,24 @@ def test_outsiders_cannot_push_a_maintainers_ask_out_of_recent_requests(
         store.close()
     assert any("alice" in line for line in log), log
     assert sum("needs write access" in line for line in log) <= 2, log
+
+
+def test_a_failed_edit_does_not_turn_one_tick_into_two_runs(fake_github, monkeypatch, cfg):
+    from test_dashboard import tick
+
+    from watcher.store import Store
+
+    gh = fake_github
+    world(gh, monkeypatch, "test-token")
+    cycle(cfg, 0)
+    tick(gh, "watcher:ask run-smoke=r1")
+    gh.fail("PATCH", r"/issues/comments/", status=502, times=-1)  # the tick is never cleared
+    first = cycle(cfg, 10)
+    second = cycle(cfg, 20)
+    assert first.notify["asks"] == ["run-smoke r1 by a tick"]
+    assert second.notify["asks"] == []
+    store = Store(cfg.db_path)
+    try:
+        assert store.triggers()["r1"]["reasons"] == ["asked by a maintainer on the tracking issue"]
+    finally:
+        store.close()

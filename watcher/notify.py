@@ -14,6 +14,7 @@ GitHub, and records the outcome.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -306,10 +307,17 @@ class Notifier:
         """Requests from the issue (ticks in our sticky comments, `/watcher` comments), judged
         and acted on; a line each in the ask log. True when there were any."""
         asks: list[Ask] = []
+        ticked: dict[str, str] = {}  # page id -> digest of the ticked body acted on now
         for p in pages:
             sticky = next((c for c in ours if carries(c, status_marker(p.id))), None)
-            if sticky is not None:
-                asks.extend(a for a in ticked_asks(sticky.body) if a not in asks)
+            if sticky is not None and (found := ticked_asks(sticky.body)):
+                # a body whose ticks were acted on before is one whose clearing edit failed:
+                # acting again would run the same smoke test twice
+                seen = hashlib.sha256(sticky.body.encode("utf-8", "replace")).hexdigest()
+                if self.store.notify_get(f"ticks_acted:{p.id}") == seen:
+                    continue
+                ticked[p.id] = seen
+                asks.extend(a for a in found if a not in asks)
         mark = self.store.notify_get("asks_seen_comment")
         newest = max([c.id for c in comments], default=0)
         if mark is not None:  # the first read only sets the mark: history is not replayed
@@ -325,6 +333,8 @@ class Notifier:
         if self.dry_run:
             return False
         self.store.notify_set("asks_seen_comment", str(max(newest, int(mark or 0))))
+        for page_id, seen in ticked.items():
+            self.store.notify_set(f"ticks_acted:{page_id}", seen)
         if not asks:
             return False
         kept = json.loads(self.store.notify_get("ask_log") or "[]")
