@@ -324,7 +324,9 @@ def main() -> int:
     if not a.no_baseline:
         every = sorted({t for m in chosen for t in m.tests if (root / t).exists()})
         ok, secs = run_tests(root, every, a.timeout * 4)
-        print(f"baseline: {'green' if ok else 'RED'} ({len(every)} files, {secs:.0f} s)", flush=True)
+        print(
+            f"baseline: {'green' if ok else 'RED'} ({len(every)} files, {secs:.0f} s)", flush=True
+        )
         if not ok:
             return 2
     caught = applicable = 0
