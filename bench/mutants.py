@@ -51,10 +51,10 @@ MUTANTS = [
         GITHUB_TESTS,
     ),
     Mutant(
-        "github: origin checked by string prefix",
+        "github: a link's origin checked by string prefix",
         "watcher/github.py",
-        '    """On the API\'s own origin: same scheme, host and port, and under its path prefix."""\n',
-        '    """On the API\'s own origin."""\n    return str(url).startswith(base)\n',
+        "        if not same_origin(path, self.base_url):\n",
+        "        if not path.startswith(self.base_url):\n",
         GITHUB_TESTS,
     ),
     Mutant(
