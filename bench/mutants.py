@@ -36,7 +36,10 @@ GITHUB_TESTS = (
     "tests/test_caching.py",
     "tests/test_hostile_net.py",
     "tests/test_hostile.py",
+    "tests/test_poll.py",
+    "tests/test_code_items.py",
     "tests/test_pagination_bounds.py",
+    "tests/test_survivors.py",
 )
 EVALUATE_TESTS = ("tests/test_evaluate.py", "tests/test_states.py", "tests/test_survivors.py")
 POLL_TESTS = ("tests/test_poll.py", "tests/test_code_items.py", "tests/test_survivors.py")

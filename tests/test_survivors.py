@@ -182,3 +182,34 @@ def test_code_that_merely_ends_in_token_is_left_alone():
     code = "def f(retrieve_parent_token=None, max_tokens=4): pass"
     assert redact(code) == code
     assert "s3cr3t" not in redact("HF_TOKEN=s3cr3t GITHUB_TOKEN=s3cr3t token: s3cr3t")
+
+
+# ------------------------------------------- faults of bench/mutants.py that main's tests missed
+
+
+def test_merged_at_alone_means_merged():
+    """The pulls list (and some answers) carry `merged_at` but no `merged` boolean."""
+    from watcher.poll import pull_state
+
+    assert pull_state({"state": "closed", "merged_at": "2026-06-12T12:00:00Z"}) == "merged"
+    assert pull_state({"state": "closed", "merged": None, "merged_at": None}) == "closed"
+
+
+def test_a_transient_error_is_retried_once():
+    with FakeGitHub() as gh:
+        gh.add_issue("o/r", 1, title="t")
+        gh.fail("GET", r"/issues/1$", status=502, times=1)
+        client = GitHubClient(gh.url, retries=1, sleep=lambda s: None)
+        assert client.get_json("/repos/o/r/issues/1")["title"] == "t"
+        assert [r.status for r in gh.requests] == [502, 200]
+
+
+def test_a_redirect_of_a_write_is_never_followed():
+    with FakeGitHub() as gh:
+        gh.add_issue("o/r", 1, title="t")
+        where = f"{gh.url}/repos/o/r/issues/1/comments"
+        gh.fail("POST", r"/issues/1/comments$", mode="redirect", headers={"Location": where})
+        client = GitHubClient(gh.url, token="test-token")
+        answer = client.send("POST", "/repos/o/r/issues/1/comments", json_body={"body": "x"})
+        assert answer.status == 301
+        assert [r.method for r in gh.requests] == ["POST"]
