@@ -142,7 +142,7 @@ MUTANTS = [
         "watcher/answers.py",
         "ok = isinstance(value, spec) and not (spec is int and isinstance(value, bool))",
         "ok = isinstance(value, spec)",
-        ("tests/test_hostile.py", "tests/test_answer_shapes.py"),
+        ("tests/test_hostile.py", "tests/test_hostile_net.py", "tests/test_answer_shapes.py"),
     ),
     Mutant(
         "comments: edits a comment absent from the listing",
@@ -264,14 +264,14 @@ MUTANTS = [
         "watcher/answers.py",
         "if depth > MAX_DEPTH:",
         "if depth > MAX_DEPTH * 1000:",
-        ("tests/test_hostile.py", "tests/test_answer_shapes.py"),
+        ("tests/test_hostile.py", "tests/test_hostile_net.py", "tests/test_answer_shapes.py"),
     ),
     Mutant(
         "answers: NUL bytes kept",
         "watcher/answers.py",
         r'_BAD_CHARS = re.compile(r"[\x00-\x08',
         r'_BAD_CHARS = re.compile(r"[\x01-\x08',
-        ("tests/test_hostile.py", "tests/test_answer_shapes.py"),
+        ("tests/test_hostile.py", "tests/test_hostile_net.py", "tests/test_answer_shapes.py"),
     ),
     Mutant(
         "store: a transaction never commits",

@@ -213,3 +213,31 @@ def test_a_redirect_of_a_write_is_never_followed():
         answer = client.send("POST", "/repos/o/r/issues/1/comments", json_body={"body": "x"})
         assert answer.status == 301
         assert [r.method for r in gh.requests] == ["POST"]
+
+
+def test_a_prerelease_is_not_the_release_a_fix_shipped_in():
+    from watcher.poll import Poller
+
+    with FakeGitHub() as gh:
+        c1 = gh.add_commit("o/r", message="fix", date="2026-01-01T00:00:00Z", contents={"a": "1"})
+        gh.add_release("o/r", "v1rc1", published_at="2026-01-02T00:00:00Z", prerelease=True)
+        poller = Poller(GitHubClient(gh.url))
+        assert poller.first_release_containing("o/r", c1["sha"]) is None
+        gh.add_commit("o/r", message="more", date="2026-01-03T00:00:00Z", contents={"a": "2"})
+        gh.add_release("o/r", "v1", published_at="2026-01-04T00:00:00Z")
+        assert Poller(GitHubClient(gh.url)).first_release_containing("o/r", c1["sha"]) == "v1"
+
+
+def test_a_comment_post_answered_200_is_not_counted_as_written():
+    """Only a 201 is a created comment (a 200 is, say, a proxy's cached page)."""
+    from watcher.comments import CommentError, GithubComments
+
+    with FakeGitHub() as gh:
+        gh.add_issue("o/guide", 1, title="tracking")
+        gh.fail("POST", r"/issues/1/comments$", status=200, body={"id": 5, "body": "x"})
+        api = GithubComments("o/guide", 1, token="test-token", base_url=gh.url)
+        try:
+            with pytest.raises(CommentError, match="not counted as written"):
+                api.create("hello")
+        finally:
+            api.close()
