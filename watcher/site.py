@@ -44,9 +44,9 @@ from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation, evaluate, page_subjects
 from watcher.redact import redact
 from watcher.render import (
-    BLOCKER_MARKS,
     KIND_WORDS,
     PAGE_HEADLINES,
+    blocker_mark,
     environment,
     page_sources,
     page_text,
@@ -540,8 +540,9 @@ def site_context(
                 "description": b.description,
                 "status": st.status,
                 "tone": STATUS_TONES.get(st.status, "muted"),
-                "mark": BLOCKER_MARKS.get(st.status, ""),
+                "mark": blocker_mark(st),
                 "reason": st.reason,
+                "stale": st.stale,
                 "since": since(f"blocker:{b.id}"),
                 "rule": b.rule,
                 "signatures": list(b.signatures),
@@ -673,6 +674,9 @@ def render_site(
             item_events=item_events,
         )
     files["feed.xml"] = env.get_template("site/feed.xml.j2").render(**ctx)
+    from watcher.bisect_report import site_files
+
+    files.update(site_files(store, env, ctx, clean))  # a page per bisect run
     for page in ctx["pages"]:
         files[page["badge"]] = env.get_template("site/badge.svg.j2").render(
             badge=badge(page["title"], page["status"])
