@@ -2,7 +2,15 @@
 
 import pytest
 
+from watcher import pacing
 from watcher.fakes.github import FakeGitHub
+
+
+@pytest.fixture(autouse=True)
+def fresh_pacing_budget(monkeypatch):
+    """Each test starts with the whole minute of GitHub points: the process-wide budget would
+    otherwise carry one test's requests into the next, which then waits (correctly) for them."""
+    monkeypatch.setattr(pacing, "_SHARED", pacing.Budget())
 
 
 @pytest.fixture

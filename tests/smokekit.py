@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import random
 import socket
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -15,10 +18,48 @@ RTX3090 = "NVIDIA GeForce RTX 3090, 24576, 8.6"
 A10 = "NVIDIA A10, 23028, 8.6"
 
 
+_PORT_LOCKS: list = []  # held for the life of the test process
+_PORT_LOCK_DIR = Path(tempfile.gettempdir()) / "watcher-smoke-ports"
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port for an engine to bind later, that nothing else will take meanwhile.
+
+    A port from bind(0) is released before the engine binds it, and bind(0) and every outgoing
+    connection on the machine draw from the same ephemeral range, so another process could take
+    it in between. So the port comes from below the ephemeral range (only an explicit bind takes
+    one there) and is reserved among test processes by a lock file held until this one exits.
+    """
+    low, _high = _ephemeral_range()
+    first = 20000 if low > 21000 else 1024
+    span = max(1, low - first)
+    _PORT_LOCK_DIR.mkdir(exist_ok=True)
+    start = random.randrange(span)
+    for i in range(span):
+        port = first + (start + i) % span
+        lock = open(_PORT_LOCK_DIR / f"{port}.lock", "w")  # noqa: SIM115 (held open)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            lock.close()
+            continue
+        _PORT_LOCKS.append(lock)
+        return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 def toml_list(values: list[str]) -> str:

@@ -167,7 +167,10 @@ def test_watch_workflow_matches_the_config_and_never_overlaps():
     assert doc["permissions"] == {"contents": "write", "pages": "write", "id-token": "write"}
 
     check, deploy = doc["jobs"]["check"], doc["jobs"]["deploy"]
-    assert check["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+    # the token only where watcher polls, never to the install step (issue 21)
+    (poll,) = [s for s in check["steps"] if "GITHUB_TOKEN" in (s.get("env") or {})]
+    assert poll["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+    assert "watcher check-now" in poll["run"] and "GITHUB_TOKEN" not in (check.get("env") or {})
     uses = {s["uses"].split("@")[0]: s for s in check["steps"] if "uses" in s}
     assert uses["actions/setup-python"]["with"]["python-version"] == "3.11"
     assert uses["actions/upload-pages-artifact"]["with"]["path"] == cfg.settings.site_dir

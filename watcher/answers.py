@@ -55,6 +55,13 @@ class Opt:
         self.spec = spec
 
 
+class OneOf:
+    """A value that fits one of `specs` (the contents API answers a file or a folder listing)."""
+
+    def __init__(self, *specs: Any):
+        self.specs = specs
+
+
 ANY = object()
 _NAMES = {str: "a string", int: "an integer", bool: "a boolean", float: "a number"}
 
@@ -153,15 +160,36 @@ WORKFLOW_RUNS = {"workflow_runs": Opt([{"id": int, "display_title": Opt(str), "n
 WORKFLOW_RUN = {"id": int, "status": Opt(str), "conclusion": Opt(str), "html_url": Opt(str)}
 ARTIFACTS = {"artifacts": Opt([{"name": Opt(str), "archive_download_url": str}])}
 COMMENT = {"id": int, "body": Opt(str), "html_url": Opt(str), "user": Opt({"login": Opt(str)})}
+TREE = {"truncated": Opt(bool), "tree": Opt([{"path": str, "type": Opt(str)}])}
+_FILE = {
+    "type": Opt(str),
+    "encoding": Opt(str),
+    "content": Opt(str),
+    "size": Opt(int),
+    "sha": Opt(str),
+}
+CONTENTS = OneOf(_FILE, [{"path": Opt(str), "type": Opt(str)}])
+BLOB = {"content": str, "encoding": str, "size": Opt(int)}
+LATEST_RELEASE = {"tag_name": str}
+USER = {"login": str}
+RATE_LIMIT = {"resources": Opt({"core": Opt({"limit": Opt(int), "remaining": Opt(int)})})}
 
-_REPO = r"/repos/[^/]+/[^/]+"
+# GitHub's Link headers often name a repository by id: /repositories/{id}/... is the same path.
+_REPO = r"(?:/repos/[^/]+/[^/]+|/repositories/\d+)"
 ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/issues/\d+/timeline"), TIMELINE),
     (re.compile(rf"{_REPO}/issues/\d+/comments"), [COMMENT]),
     (re.compile(rf"{_REPO}/issues/comments/\d+"), COMMENT),
     (re.compile(rf"{_REPO}/issues/\d+"), ISSUE),
     (re.compile(rf"{_REPO}/pulls/\d+"), PULL),
+    (re.compile(rf"{_REPO}/releases/latest"), LATEST_RELEASE),
     (re.compile(rf"{_REPO}/releases"), RELEASES),
+    (re.compile(rf"{_REPO}/git/trees/.+"), TREE),
+    (re.compile(rf"{_REPO}/git/blobs/[0-9a-f]+"), BLOB),
+    (re.compile(rf"{_REPO}/contents/.*"), CONTENTS),
+    (re.compile(rf"{_REPO}/collaborators/[^/]+/permission"), {"permission": Opt(str)}),
+    (re.compile(r"/user"), USER),
+    (re.compile(r"/rate_limit"), RATE_LIMIT),
     (re.compile(rf"{_REPO}/compare/.+"), COMPARE),
     (re.compile(rf"{_REPO}/events"), EVENTS),
     (re.compile(rf"{_REPO}/commits"), COMMITS),
@@ -199,6 +227,14 @@ def check(data: Any, spec: Any, url: str | None = None) -> Any:
             if value is not None:
                 walk(value, spec.spec, where)
             return
+        if isinstance(spec, OneOf):
+            for i, sub in enumerate(spec.specs):
+                try:
+                    walk(value, sub, where)
+                    return
+                except BadAnswer:
+                    if i == len(spec.specs) - 1:
+                        raise
         if isinstance(spec, dict):
             if not isinstance(value, dict):
                 fail(where, value, "an object")

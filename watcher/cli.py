@@ -249,6 +249,13 @@ def validate(config_path: str, online: bool) -> None:
         f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
         f"{len(cfg.recipes)} recipes, {len(cfg.pages)} pages"
     )
+    from watcher.textmatch import slow_pattern
+
+    for item in cfg.items:
+        for pattern in (item.pattern, *item.terms, *item.present, *item.absent):
+            sentence = slow_pattern(pattern) if pattern else None
+            if sentence:
+                click.echo(f"warning: [item.{item.id}] {sentence}", err=True)
     if not online:
         return
     from watcher.github import GitHubClient
@@ -893,4 +900,7 @@ def db_changed(old: str, new: str, every: str | None) -> None:
 
 
 def main() -> None:
+    from watcher.token import hold
+
+    hold()  # GITHUB_TOKEN leaves this process's environment (engines could read it there)
     cli(prog_name="watcher")

@@ -26,6 +26,9 @@ log = logging.getLogger("watcher")
 
 DEFAULT_SECONDARY_WAIT = 60.0  # a secondary rate limit without retry-after: wait at least a minute
 MAX_COMMENT_PAGES = 100  # 10,000 comments
+# Who posts with an installation token (GitHub Actions' GITHUB_TOKEN), which may not read /user
+ACTIONS_LOGIN = "github-actions[bot]"
+MAX_LISTING_S = 120.0  # no new page of the listing asked after this (each page has its own timeout)
 
 
 @dataclass(frozen=True)
@@ -145,15 +148,24 @@ class GithubComments:
             raise CommentError(f"{what}: {public_url(str(e)) or type(e).__name__}") from None
 
     def login(self) -> str:
+        """The token's login (GET /user); an installation token such as the Actions
+        GITHUB_TOKEN is refused there with a 403, and its comments carry ACTIONS_LOGIN."""
         if self._login is None:
-            self._login = self._call("GET /user", lambda: self._gh.get_user().login)
+            try:
+                self._login = self._call("GET /user", lambda: self._gh.get_user().login)
+            except CommentError as e:
+                if e.status != 403 or e.rate_limited:
+                    raise
+                self._login = ACTIONS_LOGIN
         return self._login
 
     def list_comments(self) -> list[Comment]:
         where = f"GET {self.repo}#{self.issue_number} comments"
         path = f"/repos/{self.repo}/issues/{self.issue_number}/comments"
         try:
-            raw = self._reader.paginate(path, {"per_page": 100}, max_pages=MAX_COMMENT_PAGES)
+            raw = self._reader.paginate(
+                path, {"per_page": 100}, max_pages=MAX_COMMENT_PAGES, within=MAX_LISTING_S
+            )
         except GitHubError as e:
             shown = f" ({e.url})" if e.url else ""
             raise CommentError(

@@ -112,7 +112,9 @@ def check_github(cfg: Config) -> list[Check]:
                     )
                 ]
         out.append(_ok("github reachable", base))
-    token = os.environ.get("GITHUB_TOKEN") or ""
+    from watcher.token import github_token
+
+    token = github_token() or ""
     if not token:
         out.append(
             _fail(

@@ -42,6 +42,7 @@ from watcher.config import DEFAULT_API_URL
 from watcher.errors import GitHubError
 from watcher.pacing import WRITE_METHODS, Budget, shared_budget
 from watcher.store import iso, utcnow
+from watcher.token import github_token
 
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="([^"]+)"')
 TRANSIENT = {500, 502, 503, 504}
@@ -54,6 +55,8 @@ MEMO = "memo:"  # etag-cache keys that hold what the poller remembers, not a URL
 # A 5xx carrying this header says the answer can never be had (the replay of recorded history
 # lacks the object): asking again is pointless, so it is not retried.
 NEVER_HEADER = "x-watcher-never"
+MAX_READ_BYTES = 64 * 1024 * 1024  # the pages of one paginated read, together
+MAX_CYCLE_BYTES = 512 * 1024 * 1024  # every answer of one client (one cycle), together
 
 
 def api_base_url(config_url: str | None = None) -> str:
@@ -211,6 +214,7 @@ class Page:
     not_modified: bool
     links: dict[str, str]
     poll_interval: int | None = None  # X-Poll-Interval, where GitHub sent one
+    size: int = 0  # bytes of JSON behind `data` (the answer, or the cached body on a 304)
 
 
 @dataclass
@@ -254,10 +258,11 @@ class GitHubClient:
         cycle_deadline: float | None = None,
         budget: Budget | None = None,
         answer_cache: int = 0,
+        max_cycle_bytes: int = MAX_CYCLE_BYTES,
     ):
         self.base_url = api_base_url(base_url)
         self.shown_base_url = public_url(self.base_url)
-        self.token = token if token is not None else os.environ.get("GITHUB_TOKEN") or None
+        self.token = token if token is not None else github_token()
         self.etags = dict(etags or {})
         self.etag_updates: dict[str, dict[str, Any]] = {}
         self.stats = Stats()
@@ -266,6 +271,9 @@ class GitHubClient:
         self.retries = retries
         self.max_body_bytes = max_body_bytes
         self.cycle_deadline = cycle_deadline
+        self.max_cycle_bytes = max_cycle_bytes
+        self.bytes_read = 0  # JSON bytes answered so far (a 304 counts its cached body)
+        self._read = threading.local()  # the paginated read this thread is in (one_read)
         self._sleep = sleep
         self.budget = budget if budget is not None else shared_budget()
         # answer_cache > 0: every answer (and every error that asking again cannot change) is
@@ -544,10 +552,13 @@ class GitHubClient:
                 if resp.status == 304 and cached:
                     with self.stats.lock:
                         self.stats.not_modified += 1
-                    data = self._checked(url, cached["body"].encode("utf-8", "surrogatepass"))
+                    body = cached["body"].encode("utf-8", "surrogatepass")
+                    self._account(len(body), shown)
+                    data = self._checked(url, body)
                     links = json.loads(cached.get("link") or "{}")
-                    return Page(data, shown, True, links, _poll_interval(resp))
+                    return Page(data, shown, True, links, _poll_interval(resp), len(body))
                 if resp.status == 200:
+                    self._account(len(resp.content), shown)
                     return self._accept(url, resp)
                 wait = self._rate_limit_wait(resp)
                 if wait is not None:
@@ -609,7 +620,53 @@ class GitHubClient:
             }
             with self._lock:
                 self.etag_updates[url] = entry
-        return Page(data, resp.url, False, links, _poll_interval(resp))
+            urls = getattr(self._read, "urls", None)
+            if urls is not None:
+                urls.append(url)
+        return Page(data, resp.url, False, links, _poll_interval(resp), len(resp.content))
+
+    def _account(self, size: int, url: str | None) -> None:
+        """Count an answer against the cycle's and the current read's byte budgets."""
+        with self._lock:
+            self.bytes_read += size
+            total = self.bytes_read
+        if total > self.max_cycle_bytes:
+            self._count_error()
+            raise GitHubError(
+                f"this cycle read more than {self.max_cycle_bytes / 2**20:g} MiB from GitHub; "
+                "the rest is asked next cycle",
+                url=url,
+            )
+        limit = getattr(self._read, "limit", None)
+        if limit is not None:
+            self._read.bytes += size
+            if self._read.bytes > limit:
+                self._count_error()
+                raise GitHubError(
+                    f"the pages of one read came to more than {limit / 2**20:g} MiB; "
+                    "not read further",
+                    url=url,
+                )
+
+    @contextmanager
+    def one_read(self, max_bytes: int | None = None):
+        """A read of several pages: together they may hold `max_bytes` (MAX_READ_BYTES), and
+        their answers are cached (etag_updates) only when the whole read completes; one that
+        fails or is cut short leaves the cache as it was, so the next cycle asks again."""
+        if getattr(self._read, "urls", None) is not None:  # nested: the outer read decides
+            yield
+            return
+        self._read.urls, self._read.bytes = [], 0
+        self._read.limit = MAX_READ_BYTES if max_bytes is None else max_bytes
+        try:
+            yield
+        except BaseException:
+            with self._lock:
+                for url in self._read.urls:
+                    self.etag_updates.pop(url, None)
+            raise
+        finally:
+            self._read.urls = self._read.limit = None
 
     # -------------------------------------------------------------- what the poller remembers
 
@@ -716,28 +773,56 @@ class GitHubClient:
         return self.get(path, params).data
 
     def paginate(
-        self, path: str, params: dict[str, Any] | None = None, max_pages: int = MAX_PAGES
+        self,
+        path: str,
+        params: dict[str, Any] | None = None,
+        max_pages: int = MAX_PAGES,
+        *,
+        within: float | None = None,
     ) -> list[Any]:
         """All items across pages, following Link rel="next" (never building page URLs).
 
-        At most `max_pages` pages; a next link off the API's origin or back to a page already
-        read is an error (a loop), never followed.
+        At most `max_pages` pages and MAX_READ_BYTES in all (one_read), and, with `within`, no
+        new page asked after that many seconds; a next link off the API's origin or back to a
+        page already read is an error (a loop), never followed.
         """
+        out: list[Any] = []
+        with self.one_read():
+            for page in self.pages(path, params, max_pages, within=within):
+                out.extend(page.data)
+        return out
+
+    def pages(
+        self,
+        path: str,
+        params: dict[str, Any] | None = None,
+        max_pages: int | None = MAX_PAGES,
+        *,
+        within: float | None = None,
+    ):
+        """The pages of a listing, one at a time, following Link rel="next" with a loop check.
+
+        Stops after `max_pages` (None: no count limit; the byte budgets still hold); the caller
+        sees whether more was left by the last page's `links`.
+        """
+        until = None if within is None else time.monotonic() + within
         page = self.get(path, params)
-        if not isinstance(page.data, list):
-            raise BadAnswer("unexpected answer shape: expected a list", url=page.url)
-        out = list(page.data)
         seen = {page.url}
-        while "next" in page.links and len(seen) < max_pages:
-            nxt = page.links["next"]
-            if public_url(self.url(nxt)) in seen:
-                raise BadAnswer("pagination loops back to a page already read", url=public_url(nxt))
-            page = self.get(nxt)
+        while True:
             if not isinstance(page.data, list):
                 raise BadAnswer("unexpected answer shape: expected a list", url=page.url)
+            yield page
+            if "next" not in page.links or (max_pages is not None and len(seen) >= max_pages):
+                return
+            nxt = public_url(self.url(page.links["next"]))
+            if nxt in seen:
+                raise BadAnswer("pagination loops back to a page already read", url=nxt)
+            if until is not None and time.monotonic() > until:
+                raise GitHubError(
+                    f"the listing took longer than {within:g} s; not read further", url=nxt
+                )
+            page = self.get(page.links["next"])
             seen.add(page.url)
-            out.extend(page.data)
-        return out
 
     def repo_path(self, repo: str) -> str:
         return f"/repos/{repo}"

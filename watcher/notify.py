@@ -14,6 +14,7 @@ GitHub, and records the outcome.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -153,7 +154,9 @@ class Notifier:
     # -- plumbing
     def _open_api(self) -> CommentAPI | None:
         if self.api is None and self.repo and self.issue:
-            token = os.environ.get("GITHUB_TOKEN")
+            from watcher.token import github_token
+
+            token = github_token()
             if token:
                 self.api = GithubComments(
                     self.repo,
@@ -305,22 +308,34 @@ class Notifier:
         """Requests from the issue (ticks in our sticky comments, `/watcher` comments), judged
         and acted on; a line each in the ask log. True when there were any."""
         asks: list[Ask] = []
+        ticked: dict[str, str] = {}  # page id -> digest of the ticked body acted on now
         for p in pages:
             sticky = next((c for c in ours if carries(c, status_marker(p.id))), None)
-            if sticky is not None:
-                asks.extend(a for a in ticked_asks(sticky.body) if a not in asks)
+            if sticky is not None and (found := ticked_asks(sticky.body)):
+                # a body whose ticks were acted on before is one whose clearing edit failed:
+                # acting again would run the same smoke test twice
+                seen = hashlib.sha256(sticky.body.encode("utf-8", "replace")).hexdigest()
+                if self.store.notify_get(f"ticks_acted:{p.id}") == seen:
+                    continue
+                ticked[p.id] = seen
+                asks.extend(a for a in found if a not in asks)
         mark = self.store.notify_get("asks_seen_comment")
         newest = max([c.id for c in comments], default=0)
         if mark is not None:  # the first read only sets the mark: history is not replayed
             asks.extend(
                 a
                 for c in comments
-                if c.login != login and c.id > int(mark) and (a := command_ask(c)) is not None
+                # the token's owner may ask too; only watcher's own bodies (a marker first) are not asks
+                if not _written_by_watcher(c, login)
+                and c.id > int(mark)
+                and (a := command_ask(c)) is not None
             )
         self.result.asks = [f"{a.kind} {a.target} by {a.who or 'a tick'}" for a in asks]
         if self.dry_run:
             return False
         self.store.notify_set("asks_seen_comment", str(max(newest, int(mark or 0))))
+        for page_id, seen in ticked.items():
+            self.store.notify_set(f"ticks_acted:{page_id}", seen)
         if not asks:
             return False
         kept = json.loads(self.store.notify_get("ask_log") or "[]")
@@ -337,7 +352,7 @@ class Notifier:
             line = ask_line(self.cfg, a, self.at, outcome)
             kept.append(line)
             (log.warning if refused else log.info)("notify: %s", line)
-        self.store.notify_set("ask_log", json.dumps(kept[-ASK_LOG_LIMIT:]))
+        self.store.notify_set("ask_log", json.dumps(trimmed_ask_log(kept)))
         return True
 
     def _act(self, ask: Ask) -> str:
@@ -537,3 +552,20 @@ def notify_status(cfg: Config, store: Store, limit: int = 20) -> dict[str, Any]:
         "last_run_at": store.notify_get("last_run_at"),
         "last_error": store.notify_get("last_error"),
     }
+
+
+def _written_by_watcher(comment: Comment, login: str) -> bool:
+    """A body watcher wrote: by our login and opening with a watcher marker."""
+    return comment.login == login and comment.body.lstrip().startswith("<!-- watcher:")
+
+
+OUTSIDER_LINES = 2  # of the ASK_LOG_LIMIT lines, at most this many for asks refused for access
+_REFUSED_FOR_ACCESS = "access; asking needs write access"
+
+
+def trimmed_ask_log(lines: list[str]) -> list[str]:
+    """The newest ASK_LOG_LIMIT lines, of which at most OUTSIDER_LINES are asks refused for lack
+    of write access: anyone may comment, so outsiders must not push maintainers' asks out."""
+    refused = [i for i, line in enumerate(lines) if _REFUSED_FOR_ACCESS in line]
+    drop = set(refused[: max(0, len(refused) - OUTSIDER_LINES)])
+    return [line for i, line in enumerate(lines) if i not in drop][-ASK_LOG_LIMIT:]

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from watcher import moves, relevance, trust
+from watcher import moves, relevance, textmatch, trust
+from watcher.answers import clean_text
 from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
 from watcher.events_feed import KINDS as FEED_KINDS
@@ -38,6 +39,8 @@ if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
 
 MAX_COMMITS_SHOWN = 20
 MAX_LINES_SHOWN = 20
+MAX_CODE_FILE_BYTES = 7 * 1024 * 1024  # base64 of it (4/3) fits github.MAX_BODY_BYTES
+MAX_STREAM_PAGES = 50  # a commit stream with no max_pages: 5,000 commits a path, then a warning
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -453,15 +456,17 @@ def commit_matches(item: Item, commit: dict[str, Any] | str) -> bool:
     message = commit_message(commit)
     subject = (message.splitlines() or [""])[0]
     text = message if item.match == "message" else subject
-    if item.pattern and not re.search(item.pattern, text):
+    if item.pattern and not textmatch.search(item.pattern, text):
         return False
-    if not all(re.search(term, text) for term in item.terms):
+    if not all(textmatch.search(term, text) for term in item.terms):
         return False
     return not excluded(item, subject)
 
 
 def excluded(item: Item, subject: str) -> str | None:
-    """The first `exclude` term found in the subject as a whole word (any case), or None."""
+    """The first `exclude` term found in the subject as a whole word (any case), or None
+    (within the subject's first textmatch.MAX_LINE_CHARS characters, so the work is bounded)."""
+    subject = subject[: textmatch.MAX_LINE_CHARS]
     for term in item.exclude:
         bare = term.removeprefix("(?i)")
         if re.search(rf"(?<![\w])(?:{bare})(?![\w])", subject, re.IGNORECASE):
@@ -593,6 +598,8 @@ def _read_file(client: GitHubClient, repo: str, path: str, ref: str) -> str | No
         raise
     if isinstance(data, list) or data.get("type") not in (None, "file"):
         raise GitHubError(f"{repo}: {path} at {ref} is a folder, not a file")
+    if data.get("encoding") == "none" and data.get("sha"):
+        data = _read_blob(client, repo, path, ref, data)
     if data.get("encoding") != "base64":
         raise GitHubError(
             f"{repo}: {path} at {ref} is too large for the contents API"
@@ -605,34 +612,35 @@ def _read_file(client: GitHubClient, repo: str, path: str, ref: str) -> str | No
     return raw.decode("utf-8", errors="replace")
 
 
-def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) -> list[dict]:
-    """Every line where `pattern` matches (a match spanning lines counts at its first line)."""
-    out = []
-    starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    lines = text.split("\n")
-    seen = set()
-    for m in re.finditer(pattern, text, re.MULTILINE):
-        n = _line_of(starts, m.start())
-        if n in seen:
-            continue
-        seen.add(n)
-        out.append(
-            {
-                "path": path,
-                "line": n,
-                "text": lines[n - 1].strip()[:300],
-                "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
-                "rule": rule,
-                "pattern": pattern,
-            }
+def _read_blob(
+    client: GitHubClient, repo: str, path: str, ref: str, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """A file over the contents API's 1 MB limit, through the git blobs API (up to
+    MAX_CODE_FILE_BYTES: the base64 answer must fit the transport's body cap)."""
+    size = entry.get("size") or 0
+    if size > MAX_CODE_FILE_BYTES:
+        raise GitHubError(
+            f"{repo}: {path} at {ref} is {size / 2**20:.1f} MiB; a code item reads files up to "
+            f"{MAX_CODE_FILE_BYTES / 2**20:g} MiB"
         )
-    return out
+    return client.get_json(f"/repos/{repo}/git/blobs/{quote(entry['sha'], safe='')}")
 
 
-def _line_of(starts: list[int], offset: int) -> int:
-    import bisect
-
-    return bisect.bisect_right(starts, offset)
+def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) -> list[dict]:
+    """Every line where `pattern` matches, one line at a time with the work bounded
+    (watcher.textmatch: a backtracking pattern over a long upstream line cannot stall the cycle)."""
+    lines = text.split("\n")
+    return [
+        {
+            "path": path,
+            "line": n,
+            "text": clean_text(lines[n - 1].strip())[:300],  # file text: no terminal escapes
+            "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
+            "rule": rule,
+            "pattern": pattern,
+        }
+        for n in textmatch.matching_lines(pattern, text)
+    ]
 
 
 def read_code_item(
@@ -732,21 +740,21 @@ def read_commit_stream(
         params["sha"] = ref or item.branch
     seen: dict[str, dict[str, Any]] = {}
     truncated = []
+    cap = item.max_pages if item.max_pages is not None else MAX_STREAM_PAGES
     for path in item.paths or (None,):
-        page = client.get(
-            f"/repos/{item.repo}/commits", dict(params, path=path) if path else params
-        )
-        batch, pages = list(page.data), 1
-        while "next" in page.links:
-            if item.max_pages is not None and pages >= item.max_pages:
-                oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
-                truncated.append(
-                    {"path": path, "pages": pages, "commits": len(batch), "oldest": oldest}
-                )
-                break
-            page = client.get(page.links["next"])
-            batch.extend(page.data)
-            pages += 1
+        batch, pages, more = [], 0, False
+        with client.one_read():  # cached only when the whole path was read
+            for page in client.pages(
+                f"/repos/{item.repo}/commits", dict(params, path=path) if path else params, cap
+            ):
+                batch.extend(page.data)
+                pages += 1
+                more = "next" in page.links
+        if more:
+            oldest = commit_evidence(item.repo, batch[-1])["date"] if batch else None
+            truncated.append(
+                {"path": path, "pages": pages, "commits": len(batch), "oldest": oldest}
+            )
         for c in batch:
             seen.setdefault(c["sha"], c)
             if paths_of is not None and path:
@@ -765,7 +773,7 @@ def truncation_warning(item: Item, t: dict[str, Any]) -> str:
     back = f", back to {t['oldest'][:10]}" if t.get("oldest") else ""
     return (
         f"Read only the newest {t['commits']} commits{where} (max_pages = "
-        f"{item.max_pages}){back}; older commits{since} were not read"
+        f"{item.max_pages or MAX_STREAM_PAGES}){back}; older commits{since} were not read"
     )
 
 

@@ -5,12 +5,15 @@ Its own small module so that a smoke run or a dispatch can redact without import
 
 from __future__ import annotations
 
-import os
 import re
 
 _SECRET = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}|"
-    r"(?i:(?:authorization|token|api[_-]?key|password)\s*[:=]\s*)\S+)"
+    # a key word on its own (`token=`, `Authorization: Bearer X`), not the end of an identifier
+    # (`retrieve_parent_token=None` is code), or an environment name such as GITHUB_TOKEN=
+    r"(?:(?<![A-Za-z0-9_])(?i:authorization|token|api[_-]?key|password)"
+    r"|(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*_(?:TOKEN|API_KEY|KEY|PASSWORD|SECRET))"
+    r"\s*[:=]\s*(?:(?i:bearer|token|basic)\s+)?\S+)"
 )
 _USERINFO = re.compile(r"(?<=://)[^/\s@]+@")  # user:pass@ in a URL (say, GITHUB_API_URL)
 
@@ -20,7 +23,9 @@ def redact(text: str | None) -> str:
     the user:pass@ of any URL."""
     if not text:
         return ""
-    token = os.environ.get("GITHUB_TOKEN")
+    from watcher.token import github_token
+
+    token = github_token()
     if token and len(token) >= 8:
         text = text.replace(token, "[redacted]")
     return _USERINFO.sub("", _SECRET.sub("[redacted]", text))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -84,6 +85,40 @@ def _rel(cfg: Config, path: Path, root: Path) -> str:
     )
 
 
+# What a path or an install requirement pasted into a workflow may hold: the YAML around it and the
+# bash that runs it must read it as one word (paths are shell-quoted where bash sees them).
+_SAFE_PATH = re.compile(r"[A-Za-z0-9._/+@=,~ -]+")
+_SAFE_INSTALL = re.compile(r"[A-Za-z0-9._/:@+=<>!~,\[\]%#-]+(?: [A-Za-z0-9._/:@+=<>!~,\[\]%#-]+)*")
+
+
+def _checked_path(cfg: Config, rel: str, what: str, *, spaces: bool = True) -> str:
+    """A repository-relative path the workflow may carry, or a WatcherError naming it."""
+    ok = _SAFE_PATH.fullmatch(rel) and rel == rel.strip() and not rel.startswith("-")
+    if ok and (spaces or " " not in rel):
+        return rel
+    allowed = "letters, digits, . _ / + @ = , ~ -" + (" and spaces" if spaces else "")
+    raise WatcherError(
+        f"{cfg.path}: {what} {rel!r} cannot go into the workflow (it runs in YAML and bash): "
+        f"use only {allowed}"
+    )
+
+
+def _sh(rel: str) -> str:
+    """`rel` as one bash word (single-quoted when it holds a space)."""
+    return shlex.quote(rel)
+
+
+def checked_install(install: str) -> str:
+    """A pip requirement for `pip install "..."` in the workflow: no quote, `$`, backquote,
+    backslash, newline or ` #` (YAML would cut the line there); else a WatcherError."""
+    if _SAFE_INSTALL.fullmatch(install) and " #" not in install:
+        return install
+    raise WatcherError(
+        f"--install {install!r} cannot go into the workflow: a pip requirement has no quotes, "
+        "$, backquotes, backslashes, newlines or ' #'"
+    )
+
+
 def _template(name: str) -> str:
     from watcher.render import package_templates
 
@@ -114,10 +149,13 @@ def watch_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
     if cfg.smoke.backend == "github-actions":
         timeout = min(ACTIONS_MAX_MINUTES, timeout + round(cfg.smoke.dispatch_timeout / 60))
         why += "; plus [smoke] dispatch_timeout, while a GPU run is awaited"
-    pages = " ".join(_rel(cfg, cfg.resolve(p.output), root) for p in cfg.pages)
+    pages = " ".join(
+        _sh(_checked_path(cfg, _rel(cfg, cfg.resolve(p.output), root), f"[page.{p.id}] output"))
+        for p in cfg.pages
+    )
     values = {
         "VERSION": __version__,
-        "CONFIG": _rel(cfg, cfg.path, root),
+        "CONFIG": _sh(_checked_path(cfg, _rel(cfg, cfg.path, root), "the config path")),
         "INTERVAL": _interval_text(cfg.settings.interval) + cron_note,
         "CRON": cron,
         "PERMISSION_NOTES": "".join(notes),
@@ -125,10 +163,10 @@ def watch_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
         "TIMEOUT": str(timeout),
         "TIMEOUT_WHY": why,
         "PYTHON": WORKFLOW_PYTHON,
-        "INSTALL": install or pinned_install(),
-        "DB": _rel(cfg, cfg.db_path, root),
+        "INSTALL": checked_install(install or pinned_install()),
+        "DB": _checked_path(cfg, _rel(cfg, cfg.db_path, root), "the database", spaces=False),
         "PAGES": pages or "none",
-        "SITE": _rel(cfg, cfg.site_dir, root),
+        "SITE": _checked_path(cfg, _rel(cfg, cfg.site_dir, root), "site_dir", spaces=False),
     }
     return _fill(_template("watch.yml"), values)
 
@@ -144,14 +182,14 @@ def smoke_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
     longest = max((r.startup_timeout for r in cfg.recipes), default=900.0)
     values = {
         "VERSION": __version__,
-        "CONFIG": _rel(cfg, cfg.path, root),
+        "CONFIG": _sh(_checked_path(cfg, _rel(cfg, cfg.path, root), "the config path")),
         "PYTHON_MIN": ".".join(map(str, PYTHON_MIN)),
         "PYTHON_TUPLE": ", ".join(map(str, PYTHON_MIN)),
         "LABELS": ", ".join(runner_labels(cfg)),
         # Model download and engine start (startup_timeout), the probes, teardown, install.
         "TIMEOUT": str(min(ACTIONS_MAX_MINUTES * 4, round(longest / 60) + 30)),
-        "INSTALL": install or pinned_install(),
-        "DATA": _rel(cfg, cfg.data_dir, root),
+        "INSTALL": checked_install(install or pinned_install()),
+        "DATA": _checked_path(cfg, _rel(cfg, cfg.data_dir, root), "data_dir", spaces=False),
     }
     return _fill(_template("smoke.yml"), values)
 

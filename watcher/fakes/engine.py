@@ -57,6 +57,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--served-model-name", default="fake-model")
     p.add_argument("--pid-file", help="append this process's and its children's pids here")
     p.add_argument(
+        "--peek-parent-env",
+        metavar="PATH",
+        help="write what GITHUB_TOKEN its parent's /proc/<ppid>/environ shows to PATH (a hostile "
+        "engine looking for watcher's token)",
+    )
+    p.add_argument(
         "--thinking",
         action="store_true",
         help="act like a thinking model: spend max_tokens in <think> unless the request's "
@@ -265,6 +271,19 @@ def _metrics(a: argparse.Namespace) -> str:
     )
 
 
+def _peek_parent_env(path: str) -> None:
+    """Write {"ppid", "token"} from the parent's /proc environ (its start-up environment)."""
+    ppid, token = os.getppid(), None
+    try:
+        with open(f"/proc/{ppid}/environ", "rb") as f:
+            for entry in f.read().split(b"\0"):
+                if entry.startswith(b"GITHUB_TOKEN="):
+                    token = entry.split(b"=", 1)[1].decode("utf-8", "replace")
+    except OSError as e:
+        token = f"unreadable: {e}"
+    Path(path).write_text(json.dumps({"ppid": ppid, "token": token}), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _parse(argv)
     print(f"[fakeengine] server_args: port={a.port} mode={a.mode}", flush=True)
@@ -273,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.pid_file:
         with open(a.pid_file, "a") as f:
             f.write(f"{os.getpid()}\n")
+    if a.peek_parent_env:
+        _peek_parent_env(a.peek_parent_env)
     ignore = a.mode == "ignore-term"
     if ignore:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -192,6 +192,21 @@ def branch_json(gh: FakeGitHub, r: Repo, name: str, commit: dict) -> dict:
     }
 
 
+CONTENTS_MAX_BYTES = 1024 * 1024  # the contents API's limit for inline content
+
+
+def blob_json(gh: FakeGitHub, r: Repo, ident: str, data: bytes) -> dict:
+    """GET /repos/{o}/{r}/git/blobs/{sha}: base64 content for files up to 100 MB."""
+    return {
+        "sha": ident,
+        "node_id": f"B_{ident[:12]}",
+        "size": len(data),
+        "url": f"{api_url(gh, r)}/git/blobs/{ident}",
+        "content": base64.b64encode(data).decode(),
+        "encoding": "base64",
+    }
+
+
 def content_json(
     gh: FakeGitHub, r: Repo, ref: str, path: str, kind: str, ident: str, data: bytes | None
 ) -> dict:
@@ -213,7 +228,11 @@ def content_json(
         "download_url": raw if kind == "file" else None,
         "_links": {"self": self_url, "git": git_url, "html": html},
     }
-    if data is not None:
+    if data is not None and len(data) > CONTENTS_MAX_BYTES:
+        # GitHub: files of 1-100 MB come without content ("encoding": "none"); read the blob
+        out["content"] = ""
+        out["encoding"] = "none"
+    elif data is not None:
         text = base64.b64encode(data).decode()
         # GitHub wraps the base64 at 60 characters, each line ending in a newline.
         out["content"] = "".join(text[i : i + 60] + "\n" for i in range(0, len(text), 60))

@@ -26,6 +26,7 @@ _TABLE = [
     ("GET", _R + r"/branches/(?P<branch>.+)", contents.get_branch),
     ("GET", _R + r"/contents(?:/(?P<path>.*))?", contents.get_contents),
     ("GET", _R + r"/git/trees/(?P<tree>.+)", contents.get_tree),
+    ("GET", _R + r"/git/blobs/(?P<sha>[0-9a-f]{40})", contents.get_blob),
     ("GET", _R + r"/git/ref/(?P<ref>.+)", contents.get_ref),
     ("GET", _R + r"/issues/(?P<number>\d+)", issues.get_issue),
     ("GET", _R + r"/pulls/(?P<number>\d+)", issues.get_pull),

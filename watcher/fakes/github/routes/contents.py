@@ -12,6 +12,7 @@ from watcher.fakes.github.git import Unknown
 from watcher.fakes.github.http import NEVER_HEADERS, Ctx, HTTPError, Reply
 from watcher.fakes.github.shapes import repo_json
 from watcher.fakes.github.shapes_git import (
+    blob_json,
     branch_json,
     content_json,
     ref_json,
@@ -85,6 +86,17 @@ def get_contents(gh: FakeGitHub, ctx: Ctx) -> Reply:
         except Unknown as e:
             raise _unknown(e) from e
         return gh._json(entries, last_modified=c["date"])
+
+
+def get_blob(gh: FakeGitHub, ctx: Ctx) -> Reply:
+    """A blob by its sha (how a file over the contents API's 1 MB limit is read)."""
+    with gh._lock:
+        r = ctx.repo
+        try:
+            data = gh.blob(r.full_name, ctx.params["sha"])
+        except (Unknown, KeyError):
+            raise HTTPError(404, "Not Found") from None
+        return gh._json(blob_json(gh, r, ctx.params["sha"], data))
 
 
 def get_tree(gh: FakeGitHub, ctx: Ctx) -> Reply:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from watcher.fakes.github.http import Ctx, Reply
+from watcher.fakes.github.http import Ctx, HTTPError, Reply
 from watcher.fakes.github.routes.common import need_login
 from watcher.fakes.github.shapes import permission_json, public_user_json, rate_json
 
@@ -23,6 +23,8 @@ def rate_limit_route(gh: FakeGitHub, ctx: Ctx) -> Reply:
 
 def get_user(gh: FakeGitHub, ctx: Ctx) -> Reply:
     login = need_login(ctx)
+    if login.endswith("[bot]"):  # an installation token, such as Actions' GITHUB_TOKEN
+        raise HTTPError(403, "Resource not accessible by integration")
     with gh._lock:
         return gh._json(public_user_json(gh, login))
 

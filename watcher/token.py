@@ -1,0 +1,48 @@
+"""GITHUB_TOKEN, held by watcher alone once it started.
+
+The engine's scrubbed environment is not enough: an engine running as the same user can read
+`/proc/<watcher's pid>/environ`, which shows the environment watcher was started with, whatever
+`os.environ` says since. So the entry point (`watcher.cli.main`) calls `hold()`: the value moves
+here, is removed from `os.environ` (no child inherits it) and is overwritten in the memory that
+/proc/<pid>/environ reads. Everything that needs the token asks `github_token()`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+NAME = "GITHUB_TOKEN"
+_held: str | None = None
+
+
+def github_token() -> str | None:
+    """The token: GITHUB_TOKEN if set now (a test, the demo), else the one `hold()` took."""
+    return os.environ.get(NAME) or _held
+
+
+def hold() -> bool:
+    """Take GITHUB_TOKEN out of the process environment; True when it was there."""
+    global _held
+    value = os.environ.get(NAME)
+    if not value:
+        return False
+    _held = value
+    _overwrite_in_place()
+    os.environ.pop(NAME, None)  # unsetenv: children (engines, git) never see it
+    return True
+
+
+def _overwrite_in_place() -> None:
+    """Zero the value where the C library keeps it: for an inherited variable that is the
+    initial stack, exactly what /proc/<pid>/environ shows (unsetenv only drops the pointer)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.getenv.restype = ctypes.c_void_p
+        libc.getenv.argtypes = [ctypes.c_char_p]
+        address = libc.getenv(NAME.encode())
+        if address:
+            ctypes.memset(address, 0, len(ctypes.string_at(address)))
+    except (OSError, AttributeError):  # no libc to reach: os.environ.pop still applies
+        pass
