@@ -32,6 +32,28 @@ MARKS = {
 _GPU_PREFIX = re.compile(r"^(NVIDIA\s+)?(GeForce\s+)?", re.I)
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """Stored run documents come from remote artifacts too: anything may be the wrong shape."""
+    return value if isinstance(value, dict) else {}
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return float(value) if abs(value) != float("inf") else None
+
+
+def _when(text: Any) -> datetime | None:
+    try:
+        return parse_iso(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return str(value)[:200] if value not in (None, "") else None
+
+
 def short_gpu(name: str) -> str:
     """'NVIDIA GeForce RTX 3090' -> 'RTX 3090' (the hardware gate's words)."""
     return _GPU_PREFIX.sub("", name.strip()) or name
@@ -43,7 +65,8 @@ def target_rig(hw: Hardware) -> str:
 
 def run_rig(run: dict[str, Any]) -> str:
     """The rig a run saw: its GPUs by name and count ('2× RTX 3090'), or 'no GPU'."""
-    gpus = (run.get("hardware") or {}).get("gpus") or []
+    gpus = _dict(run.get("hardware")).get("gpus") or []
+    gpus = gpus if isinstance(gpus, list) else []
     counts: dict[str, int] = {}
     for g in gpus:
         if isinstance(g, dict) and g.get("name"):
@@ -76,13 +99,14 @@ def anchor(run_id: str) -> str:
 
 
 def host_of(run: dict[str, Any]) -> str:
-    return str(run.get("host") or (run.get("dispatch") or {}).get("runner") or "unlabelled host")
+    return str(run.get("host") or _dict(run.get("dispatch")).get("runner") or "unlabelled host")
 
 
 def _blocker_words(cfg: Config, run: dict[str, Any]) -> str:
     """What a failing run names: its blockers' titles, else its signature, else its reason."""
     titles = []
-    for b in run.get("blockers_reproduced") or []:
+    reproduced = run.get("blockers_reproduced")
+    for b in reproduced if isinstance(reproduced, list) else []:
         try:
             titles.append(cfg.blocker(b).title)
         except KeyError:
@@ -102,8 +126,9 @@ def _entry(
     latest = runs[0]
     passed = next((r for r in runs if r.get("outcome") == "passed"), None)
     at = latest.get("finished_at") or latest.get("started_at")
-    when = parse_iso(at)
-    metrics = latest.get("metrics") or {}
+    at = at if isinstance(at, str) else None
+    when = _when(at)
+    metrics = _dict(latest.get("metrics"))
     state = latest["outcome"]
     text = ""
     if state == "passed":
@@ -115,8 +140,9 @@ def _entry(
             text = "passed"
     else:
         text = ("hang: " if state == "timeout" else "") + _blocker_words(cfg, latest)
-    image = latest.get("image") or {}
-    checks = [c for c in latest.get("checks") or [] if isinstance(c, dict)]
+    image = _dict(latest.get("image"))
+    checks = latest.get("checks") if isinstance(latest.get("checks"), list) else []
+    checks = [c for c in checks if isinstance(c, dict)]
     run_id = str(latest.get("run_id"))
     return {
         "host": host,
@@ -129,13 +155,13 @@ def _entry(
         "text": text,
         "at": at,
         "date": (at or "")[:10],
-        "decode_tokens_per_s": metrics.get("decode_tokens_per_s"),
-        "accept_length": metrics.get("accept_length"),
-        "build": latest.get("engine_version"),
-        "image": image.get("ref"),
-        "digest": image.get("digest"),
-        "off_target": not (latest.get("hardware") or {}).get("matches_target"),
-        "last_passed": (passed.get("finished_at") or "")[:10] if passed else None,
+        "decode_tokens_per_s": _num(metrics.get("decode_tokens_per_s")),
+        "accept_length": _num(metrics.get("accept_length")),
+        "build": _text(latest.get("engine_version")),
+        "image": _text(image.get("ref")),
+        "digest": _text(image.get("digest")),
+        "off_target": not _dict(latest.get("hardware")).get("matches_target"),
+        "last_passed": str(passed.get("finished_at") or "")[:10] if passed else None,
         "failed_checks": [c["name"] for c in checks if c.get("ok") is False],
         "reason": str(latest.get("reason") or ""),
         "log_path": latest.get("log_path"),
@@ -193,7 +219,7 @@ def build_matrix(
     chosen = [cfg.recipe(r) for r in recipes] if recipes else list(cfg.recipes)
     ids = {r.id for r in chosen}
     tested = [r for r in runs if r.get("recipe") in ids and r.get("outcome") in VERDICTS]
-    tested.sort(key=lambda r: r.get("finished_at") or r.get("started_at") or "", reverse=True)
+    tested.sort(key=lambda r: str(r.get("finished_at") or r.get("started_at") or ""), reverse=True)
     rigs = {target_rig(r.hardware) for r in chosen} | {run_rig(r) for r in tested}
     rig_list = sorted(rigs, key=lambda s: (s == "no GPU", [(n, g) for n, g in _parse_rig(s)]))
     site_url = cfg.site.url
@@ -235,9 +261,10 @@ def build_matrix(
     }
 
 
-def cell_summary(entry: dict[str, Any]) -> str:
-    """One entry in words for a table cell: 'passed · 85.1 tok/s · AL 2.31 · 2026-11-30'."""
-    parts = [entry["text"]]
+def cell_summary(entry: dict[str, Any], with_state: bool = True) -> str:
+    """One entry in words for a table cell: 'passed · 85.1 tok/s · AL 2.31 · 2026-11-30'
+    (without `with_state`, a bare 'passed' is left to the pill beside it)."""
+    parts = [entry["text"]] if with_state or entry["text"] != entry["state"] else []
     if entry["decode_tokens_per_s"] is not None:
         parts.append(f"{entry['decode_tokens_per_s']:.1f} tok/s")
     if entry["accept_length"] is not None:
