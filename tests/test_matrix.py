@@ -242,3 +242,89 @@ def test_default_config_has_the_matrix_page():
     page = cfg.page("engines")
     assert (page.output, page.template) == ("docs/engines/README.md", "matrix.md.j2")
     assert [p.id for p in cfg.pages] == ["sglang", "engines"]
+
+
+# ---------------------------------------------------------------- many rigs: what is accepted
+
+
+def _dispatched(tmp_path, fake_github, mutate):
+    """Dispatch r1 through the fake GitHub; the fake runner's result.json is `mutate`d first."""
+    from test_trigger import gha_cfg, remote_doc
+
+    from watcher.dispatch import dispatch_and_wait
+    from watcher.github import GitHubClient
+
+    cfg = gha_cfg(tmp_path)
+
+    def on_dispatch(inputs):
+        doc = remote_doc(inputs)
+        mutate(doc)
+        return {"result.json": json.dumps(doc)}
+
+    fake_github.add_workflow(
+        "org/guide", "smoke.yml", on_dispatch=on_dispatch,
+        run_name="smoke {recipe} {run_id}", artifact_name="smoke-result",
+    )  # fmt: skip
+    with GitHubClient(fake_github.url, token="test-token") as client:
+        return cfg, dispatch_and_wait(cfg, cfg.recipe("r1"), "r1-run-9", client, sleep=lambda s: 0)
+
+
+def test_a_matching_result_is_accepted_with_its_host(tmp_path, fake_github):
+    cfg, doc = _dispatched(tmp_path, fake_github, lambda d: d.update(host="rig-b-runner"))
+    assert doc["outcome"] == "passed" and not doc.get("refused")
+    assert doc["host"] == "rig-b-runner"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "why"),
+    [
+        (lambda d: d.update(recipe_digest="sha256:0000"), "its recipe digest (sha256:0000) is not"),
+        (lambda d: d.pop("recipe_digest"), "its recipe digest (missing) is not"),
+        (
+            lambda d: d["hardware"].update(gpus=[{"name": "NVIDIA A10", "memory_mib": 23028}]),
+            "it claims the target hardware, but not the target hardware",
+        ),
+    ],
+)
+def test_a_result_that_does_not_match_the_dispatch_is_refused_and_logged(
+    tmp_path, fake_github, caplog, mutate, why
+):
+    cfg, doc = _dispatched(tmp_path, fake_github, mutate)
+    assert doc["outcome"] == "error" and doc["refused"] is True
+    assert doc["reason"].startswith("refused: " + why), doc["reason"]
+    assert doc["claimed"]["outcome"] == "passed"  # what it claimed, kept, never counted
+    assert any("refused the result of Actions run" in r.message for r in caplog.records)
+
+
+def test_runs_watcher_did_not_dispatch_are_refused(tmp_path):
+    from test_trigger import gha_cfg, remote_doc
+
+    from watcher.dispatch import refusal
+
+    cfg = gha_cfg(tmp_path)
+    doc = remote_doc({"recipe": "r1", "run_id": "x"})
+    ok = {"event": "workflow_dispatch", "head_repository": {"full_name": "org/guide"}}
+    assert refusal(cfg, cfg.recipe("r1"), ok, doc) is None
+    pushed = dict(ok, event="push")
+    assert "started by 'push', not a dispatch" in refusal(cfg, cfg.recipe("r1"), pushed, doc)
+    fork = dict(ok, head_repository={"full_name": "mallory/guide"})
+    assert "ran code from mallory/guide, not org/guide" in refusal(cfg, cfg.recipe("r1"), fork, doc)
+    other = dict(doc, recipe="r2")
+    assert "is for recipe 'r2', dispatched 'r1'" in refusal(cfg, cfg.recipe("r1"), ok, other)
+
+
+def test_a_refused_result_fills_no_cell_and_is_listed(seeded):
+    cfg, store = seeded
+    refused = doc("r8", "llama-tp1", "error", NOW - timedelta(hours=1), "mallory", refused=True,
+                  reason="refused: its recipe digest (missing) is not the dispatched recipe's")  # fmt: skip
+    store.add_smoke_run(refused)
+    mx = build_matrix(cfg, store.smoke_runs(), now=NOW)
+    row = next(r for r in mx["rows"] if r["recipe"] == "llama-tp1")
+    assert {c["state"] for c in row["cells"].values()} == {"untested"}
+    assert [r["run_id"] for r in mx["refused"]] == ["r8"]
+    from watcher.evaluate import evaluate
+
+    ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
+    text = page_text(cfg, cfg.page("engines"), ev, page_sources(store), [], None, None, None)
+    assert "## Refused results" in text and "`r8`: refused: its recipe digest" in text
+    assert "Refused results" in render_site(cfg, store, now=NOW)["matrix.html"]

@@ -650,6 +650,37 @@ def _recipe(r: _Reader) -> Recipe:
     return rec
 
 
+def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
+    """What a run of `recipe` tested, hashed: the launch (command, or compose file + service
+    and the file's bytes), the model, spec decode, hardware and checks; not its prose, timeouts
+    or the host port it is probed on (a host's choice, not the recipe's substance). A result
+    from a runner whose recipe hashes differently is not this recipe's."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    keep = asdict(recipe)
+    for key in (
+        "title",
+        "notes",
+        "blockers",
+        "startup_timeout",
+        "stop_timeout",
+        "port",
+        "host_port",
+    ):
+        keep.pop(key, None)
+    if recipe.compose and base_dir is not None:
+        path = Path(recipe.compose)
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            keep["compose_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            keep["compose_sha256"] = None
+    text = json.dumps(keep, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def _compose_recipe(r: _Reader, command, compose_file, service):
     """`compose` + `service` instead of `command`: the file is read now, so a wrong path or
     service name fails at load time with the recipe's name."""

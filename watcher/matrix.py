@@ -212,7 +212,6 @@ def build_matrix(
     *,
     recipes: list[str] | tuple[str, ...] | None = None,
     now: datetime | None = None,
-    refused: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The matrix from stored runs (newest first, as `Store.smoke_runs` gives them)."""
     now = now or utcnow()
@@ -257,7 +256,17 @@ def build_matrix(
             for rig, c in row["cells"].items()
             if c["disagree"]
         ],
-        "refused": list(refused or []),
+        "refused": [
+            {
+                "run_id": str(r.get("run_id")),
+                "recipe": r.get("recipe"),
+                "at": r.get("finished_at") if isinstance(r.get("finished_at"), str) else None,
+                "reason": str(r.get("reason") or ""),
+                "actions_run_url": r.get("actions_run_url"),
+            }
+            for r in runs
+            if r.get("refused") and r.get("recipe") in ids
+        ],
     }
 
 

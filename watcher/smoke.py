@@ -34,7 +34,7 @@ from typing import Any
 from watcher.checks import run_checks
 from watcher.classify import Classifier, describe, tail
 from watcher.compose import compose_down, run_compose
-from watcher.config import Config, Recipe
+from watcher.config import Config, Recipe, recipe_digest
 from watcher.errors import ConfigError, WatcherError
 from watcher.hardware import GpuReading, check_hardware, read_gpus
 from watcher.launch import (
@@ -109,7 +109,15 @@ def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> dict
         "log_path": None,
         "started_at": started_at or iso(utcnow()),
         "finished_at": None,
+        "host": host_label(),
     }
+
+
+def host_label() -> str:
+    """The label the matrix names this host by: WATCHER_HOST_LABEL, else the Actions runner's
+    name (RUNNER_NAME), else the host name."""
+    env = os.environ
+    return env.get("WATCHER_HOST_LABEL") or env.get("RUNNER_NAME") or socket.gethostname()
 
 
 def error_doc(recipe: Recipe, run_id: str, reason: str, backend: str = "local") -> dict[str, Any]:
@@ -134,6 +142,7 @@ def run_recipe(
     reading = reading if reading is not None else read_gpus()
     gate = check_hardware(recipe.hardware, reading)
     doc = base_doc(recipe, run_id, started_at)
+    doc["recipe_digest"] = recipe_digest(recipe, cfg.base_dir)
     doc["hardware"] = {
         "gpus": [g.as_dict() for g in reading.gpus],
         "matches_target": gate.matches_target,
