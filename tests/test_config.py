@@ -240,7 +240,7 @@ def test_validate_cli_exit_codes(tmp_path):
         env=env,
     )
     assert r.returncode == 0, r.stderr
-    assert "12 items, 3 blockers, 2 recipes, 1 pages" in r.stdout
+    assert "12 items, 3 blockers, 2 recipes, 2 pages" in r.stdout
 
 
 def test_init_writes_default_and_never_overwrites(tmp_path):
