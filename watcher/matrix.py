@@ -219,16 +219,18 @@ def build_matrix(
     ids = {r.id for r in chosen}
     tested = [r for r in runs if r.get("recipe") in ids and r.get("outcome") in VERDICTS]
     tested.sort(key=lambda r: str(r.get("finished_at") or r.get("started_at") or ""), reverse=True)
-    rigs = {target_rig(r.hardware) for r in chosen} | {run_rig(r) for r in tested}
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in tested:  # newest first within each cell
+        by_cell.setdefault((r["recipe"], run_rig(r)), []).append(r)
+    rigs = {target_rig(r.hardware) for r in chosen} | {rig for _, rig in by_cell}
     rig_list = sorted(rigs, key=lambda s: (s == "no GPU", [(n, g) for n, g in _parse_rig(s)]))
     site_url = cfg.site.url
     rows = []
     for recipe in chosen:
-        mine = [r for r in tested if r["recipe"] == recipe.id]
-        cells = {}
-        for rig in rig_list:
-            cells[rig] = _cell(cfg, recipe, rig, [r for r in mine if run_rig(r) == rig], now,
-                               site_url)  # fmt: skip
+        cells = {
+            rig: _cell(cfg, recipe, rig, by_cell.get((recipe.id, rig), []), now, site_url)
+            for rig in rig_list
+        }
         rows.append(
             {
                 "recipe": recipe.id,
