@@ -11,6 +11,7 @@ from watcher.checks import find_loop
 from watcher.config import load_config
 from watcher.errors import ConfigError
 from watcher.hardware import Gpu, GpuReading
+from watcher.matrix import build_matrix, cell_summary
 from watcher.smoke import run_recipe
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
@@ -43,6 +44,11 @@ def test_an_engine_without_tool_calls_fails_both_tool_checks(tmp_path):
     assert "tool-call check: no tool_calls[] in the answer (finish_reason 'stop'" in doc["reason"]
     assert "stream-tool-call check: no tool_calls in the streamed deltas" in doc["reason"]
     assert by_name(doc)["long-output"]["ok"] is True
+    # the matrix cell says it in one plain line, and names the failed checks
+    cfg = load_config(tmp_path / "watch.toml")
+    (entry,) = build_matrix(cfg, [doc])["rows"][0]["cells"]["1× RTX 3090"]["entries"]
+    assert entry["text"].startswith("tool-call check: no tool_calls[] in the answer")
+    assert cell_summary(entry).endswith("failed checks: tool-call, stream-tool-call")
 
 
 def test_a_looping_answer_fails_the_degeneracy_check(tmp_path):
