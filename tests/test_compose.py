@@ -297,3 +297,40 @@ def test_sigterm_to_watcher_takes_the_project_down(tmp_path, docker_env):
     finally:
         store.close()
     assert runs and runs[0]["run_id"] == "r-term"
+
+
+def test_the_next_start_takes_down_a_project_a_killed_watcher_left(tmp_path, docker_env):
+    from watcher.smoke import recover_interrupted
+
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, "--mode", "hang")
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    project = compose_mod.project_name("r-dead")
+    # the project a dead watcher started, and the `started` row it left behind
+    started = subprocess.run(
+        ["docker", "compose", "-f", str(tmp_path / "models" / "c.yml"), "-p", project]
+        + ["up", "-d", "engine"],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        check=True,
+    )
+    assert started.returncode == 0 and (docker_env / f"{project}.pid").exists()
+    store = Store(cfg.db_path)
+    try:
+        store.add_smoke_run(
+            {
+                "run_id": "r-dead",
+                "recipe": "compose-tp2",
+                "outcome": "started",
+                "hardware": {"gpus": [], "matches_target": False},
+                "started_at": "2026-12-01T10:00:00Z",
+                "launch": {"container": None, "pid": None, "compose_project": project},
+                "watcher": {"pid": 1, "host": os.uname().nodename, "start": "no-such-start"},
+            }
+        )
+        (run,) = recover_interrupted(cfg, store)
+    finally:
+        store.close()
+    assert run["outcome"] == "interrupted"
+    assert f"compose project {project} taken down" in run["reason"]
+    assert ["compose", "-p", project, "down", "-v", "--remove-orphans"] in calls(docker_env)
+    assert not (docker_env / f"{project}.pid").exists()
