@@ -222,8 +222,9 @@ def refusal(cfg: Config, recipe: Recipe, run: dict, doc: dict[str, Any]) -> str 
         gpus = []
         for g in hw.get("gpus") if isinstance(hw.get("gpus"), list) else []:
             if isinstance(g, dict) and isinstance(g.get("name"), str):
-                mem = g.get("memory_mib")
-                mem = mem if isinstance(mem, int) and not isinstance(mem, bool) else 0
+                mem = g.get("memory_mib")  # not reported: the name alone is checked
+                ok = isinstance(mem, int) and not isinstance(mem, bool)
+                mem = mem if ok else recipe.hardware.min_memory_mib
                 gpus.append(Gpu(g["name"], mem, str(g.get("compute_capability") or "")))
         gate = check_hardware(recipe.hardware, GpuReading(tuple(gpus), "artifact"))
         if not gate.matches_target:
