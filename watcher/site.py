@@ -235,6 +235,7 @@ def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[
         "interval",
         "age_text": "never",
         "stale": True,
+        "every_text": duration_text(cfg.settings.interval),
     }
     checked, generated = _when(last_checked), _when(generated_at)
     if checked and generated:

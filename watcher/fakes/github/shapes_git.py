@@ -120,6 +120,13 @@ def files_json(gh: FakeGitHub, r: Repo, commits: list[dict]) -> list[dict]:
             }
             if name in renamed:
                 entry.update(status="renamed", previous_filename=renamed[name])
+            earlier = seen.get(name)
+            if earlier and earlier["status"] in ("renamed", "added") and status != "removed":
+                # across a range (compare), a file renamed or added earlier and edited later
+                # is still one renamed/added entry, as GitHub reports the whole range's diff
+                entry["status"] = earlier["status"]
+                if "previous_filename" in earlier:
+                    entry["previous_filename"] = earlier["previous_filename"]
             seen[name] = entry
     return list(seen.values())
 
