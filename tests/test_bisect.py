@@ -10,9 +10,9 @@ from bisectkit import IMAGE, seed_releases, setup, write_config
 from click.testing import CliRunner
 from smokekit import REPO
 
-from watcher.bisect import budget_for
+from watcher.bisect import budget_for, recipe_for
 from watcher.cli import cli
-from watcher.config import load_config
+from watcher.config import load_config, recipe_digest
 from watcher.errors import WatcherError
 from watcher.store import Store
 
@@ -421,6 +421,9 @@ def test_github_actions_backend_dispatches_one_run_per_step_collected_by_later_c
             "started_at": "2026-12-01T00:00:00Z",
             "finished_at": "2026-12-01T00:01:00Z",
         }
+        # what `watcher smoke --build` reports: the digest of the recipe with the build swapped in
+        c = load_config(cfg)
+        doc["recipe_digest"] = recipe_digest(recipe_for(c.recipe("fake"), inputs["build"]))
         return {"result.json": json.dumps(doc)}
 
     fake_github.add_workflow(

@@ -161,7 +161,7 @@ def test_paths_are_relative_to_the_config(tmp_path):
         ),
         (
             '[[recipe]]\nid = "r"\nengine = "tgi"\ncommand = ["x"]\n',
-            "[recipe[0]] key 'engine': must be one of sglang, vllm, other",
+            "[recipe[0]] key 'engine': must be one of sglang, vllm, llama.cpp, ik_llama.cpp, other",
         ),
         ("[notify]\nenabled = true\n", "[notify] key 'repo': is required when enabled = true"),
         (
@@ -244,7 +244,7 @@ def test_validate_cli_exit_codes(tmp_path):
         env=env,
     )
     assert r.returncode == 0, r.stderr
-    assert "13 items, 4 blockers, 2 recipes, 1 pages" in r.stdout
+    assert "13 items, 4 blockers, 2 recipes, 2 pages" in r.stdout
 
 
 def test_init_writes_default_and_never_overwrites(tmp_path):

@@ -178,8 +178,7 @@ def test_watch_workflow_matches_the_config_and_never_overlaps():
     assert 'pip install "."' in runs  # this repository installs itself; guides pin a tag
     assert "watcher check-now --config watch.toml" in runs
     assert "git add -f " + cfg.settings.data_dir + "/watcher.db" in runs
-    for page in cfg.pages:
-        assert f"for page in {page.output}; do" in runs
+    assert f"for page in {' '.join(p.output for p in cfg.pages)}; do" in runs
 
     assert deploy["needs"] == "check"
     assert deploy["environment"]["name"] == "github-pages"

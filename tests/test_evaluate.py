@@ -210,6 +210,7 @@ def test_pure_and_transitions(cfg):
     assert a == b
     prev = {
         "page:sglang": {"status": "blocked"},
+        "page:engines": {"status": "blocked"},  # the matrix page: the same recipes
         "blocker:marlin-pad": {"status": "blocked"},
         "blocker:deltanet-rollback": {"status": "blocked"},
         "blocker:eagle3-layer-capture": {"status": "blocked"},
@@ -218,6 +219,7 @@ def test_pure_and_transitions(cfg):
     assert transitions(prev, a.statuses()) == [
         ("blocker:marlin-pad", "blocked", "fix-merged"),
         ("blocker:offloader-tied-weights", "blocked", "fix-merged"),
+        ("page:engines", "blocked", "ready-to-test"),
         ("page:sglang", "blocked", "ready-to-test"),
     ]
 

@@ -21,6 +21,7 @@ from watcher.notify_plan import (
     event_action,
     event_marker,
     needs_reading,
+    notified_pages,
     our_comments,
     pick_events,
     status_marker,
@@ -121,7 +122,7 @@ def test_no_request_when_every_status_matches_our_last_write():
 
 
 def test_deferred_and_unread_actions_say_what_waits(cfg):
-    pages = cfg.pages
+    pages = notified_pages(cfg)
     rows = [{"event_id": 3, "body": "e3", "attempts": 2}]
     bodies = {"sglang": "s"}
     acts = deferred_actions(pages, rows, bodies, "rate limited", done={"status:sglang"})

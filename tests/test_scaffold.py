@@ -78,7 +78,7 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
     assert "pip install ." not in install
     runs = "\n".join(s.get("run", "") for s in steps)
     assert "watcher db-changed --every 6h" in runs and "deploy/" not in runs
-    assert "for page in docs/engines/SGLANG.md; do" in runs
+    assert "for page in docs/engines/SGLANG.md docs/engines/README.md; do" in runs
     assert watch["jobs"]["deploy"]["steps"][0]["uses"].startswith("actions/deploy-pages@")
 
     smoke = (repo / ".github/workflows/smoke.yml").read_text()

@@ -395,7 +395,9 @@ def test_title_and_links_back_to_the_guide_and_its_issue(tmp_path):
         assert '<a href="https://github.com/club-3090/club-3090">The guide</a>' in text, name
         assert 'href="https://github.com/club-3090/club-3090/issues/7">Tracking issue<' in text
     index = (cfg.site_dir / "index.html").read_text()
-    assert "<title>SGLang on 3090s — SGLang: blocked</title>" in index
+    assert (
+        "<title>SGLang on 3090s — SGLang: blocked · Engines at a glance: blocked</title>" in index
+    )
     assert "watcher status" not in index
 
 

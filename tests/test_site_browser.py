@@ -157,3 +157,50 @@ def test_document_and_item_pages_in_chromium(built_site, tmp_path):
             ctx.close()
         assert outside == [], f"requests left file://: {outside}"
         assert errors == [], f"console errors: {errors}"
+
+
+def test_matrix_page_in_chromium_desktop_and_phone(built_site, tmp_path):
+    """The engines × rigs matrix: readable at 1280 and 390 px, every cell's evidence reachable."""
+    sync_playwright = _playwright()
+    cfg, checked = built_site
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        for name, viewport in (
+            ("desktop", {"width": 1280, "height": 900}),
+            ("phone", {"width": 390, "height": 844}),
+        ):
+            ctx, page, outside, errors = _open(p, tmp_path, "light", viewport, checked)
+            dialogs: list[str] = []
+            page.on("dialog", lambda d, seen=dialogs: (seen.append(d.message), d.dismiss()))
+            try:
+                page.goto((cfg.site_dir / "index.html").as_uri())
+                page.get_by_role("link", name="Engines at a glance").first.click()
+                page.wait_for_load_state("load")
+                assert page.url.endswith("/matrix.html")
+                assert page.locator("h1").inner_text() == "Engines at a glance"
+                cells = page.locator("table.matrix td")
+                assert cells.count() >= 2
+                # never blank: every cell says something
+                assert all(t.strip() for t in cells.all_inner_texts())
+                overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                assert overflow <= 0, f"{overflow}px of horizontal scroll on {name}"
+                off = page.evaluate(
+                    """() => [...document.querySelectorAll('table.matrix td')]
+                        .map(td => td.getBoundingClientRect())
+                        .filter(r => r.left < 0 || r.right > window.innerWidth + 0.5).length"""
+                )
+                assert off == 0, f"{off} matrix cells off screen on {name}"
+                links = page.locator("table.matrix td a")
+                assert links.count() >= 1
+                target = links.first.get_attribute("href")
+                links.first.click()
+                box = page.locator(target).bounding_box()
+                assert box is not None and -1 <= box["y"] < viewport["height"]  # scrolled to it
+                page.screenshot(
+                    path=str(ARTIFACTS / f"site-matrix-{name}.png"), full_page=name == "desktop"
+                )
+            finally:
+                ctx.close()
+            assert outside == [], f"requests left file://: {outside}"
+            assert errors == [], f"console errors: {errors}"
+            assert dialogs == []

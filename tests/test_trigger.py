@@ -1,7 +1,9 @@
 """Smoke triggers, the daily budget, the github-actions backend, and the check-now hook."""
 
 import json
+import tempfile
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -9,7 +11,7 @@ from smokekit import REPO, RTX3090, engine_command, fake_nvidia_smi, free_port, 
 
 from watcher import dispatch
 from watcher.cli import cli
-from watcher.config import load_config, parse_config
+from watcher.config import load_config, parse_config, recipe_digest
 from watcher.cycle import run_cycle
 from watcher.dispatch import dispatch_and_wait
 from watcher.evaluate import evaluate
@@ -225,8 +227,15 @@ def gha_cfg(tmp_path):
     return make_cfg(tmp_path, smoke='backend = "github-actions"\nrepo = "org/guide"')
 
 
+def digest_of(recipe_id: str) -> str:
+    """The recipe digest a runner with the same watch.toml would put in result.json."""
+    with tempfile.TemporaryDirectory() as d:
+        return recipe_digest(make_cfg(Path(d)).recipe(recipe_id))
+
+
 def remote_doc(inputs, outcome="passed"):
     return {
+        "recipe_digest": digest_of(inputs["recipe"]),
         "run_id": inputs["run_id"],
         "recipe": inputs["recipe"],
         "outcome": outcome,

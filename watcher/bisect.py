@@ -594,7 +594,8 @@ def _collect_pending(cfg, store, state, client) -> list[dict[str, Any]] | None:
             gh_id = p.get("actions_run_id") or find_run(cfg, p["run_id"], c)
             if gh_id is not None:
                 p["actions_run_id"] = gh_id
-                doc = collect(cfg, recipe, p["run_id"], gh_id, c)
+                # the dispatched recipe is the one with this build: its digest is what the runner ran
+                doc = collect(cfg, recipe_for(recipe, p["build"]), p["run_id"], gh_id, c)
     except GitHubError as e:
         log.warning("bisect %s: collecting %s: %s", state["id"], p["run_id"], e)
         return None

@@ -175,15 +175,39 @@ def cli(ctx: click.Context, verbose: int) -> None:
     metavar="REQUIREMENT",
     help="With --github: what the workflows pip-install (default: this version's git tag).",
 )
-def init(directory: Path, github: bool, smoke: bool, install: str | None) -> None:
+@click.option(
+    "--scan-composes",
+    "scan",
+    metavar="FOLDER",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Only print [[recipe]] tables proposed for every compose file under FOLDER.",
+)
+def init(
+    directory: Path, github: bool, smoke: bool, install: str | None, scan: Path | None
+) -> None:
     """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
 
     Never overwrites an existing file: existing files are left as they are and named. Without
     --github an existing watch.toml is an error; with --github (DIRECTORY is the guide's
     repository) the workflows are derived from the watch.toml found or written there.
 
+    With --scan-composes FOLDER nothing is written: recipes proposed for every compose file
+    under FOLDER (engine guessed from the image, notes on what could not be told) are printed,
+    their paths relative to DIRECTORY, for you to read and append to watch.toml.
+
     Example: watcher init --github ~/src/my-guide
+
+    Example: watcher init --scan-composes models/ >> watch.toml
     """
+    if scan is not None:
+        if github or smoke or install:
+            raise click.UsageError("--scan-composes only prints; it goes without --github")
+        from watcher.scaffold import proposals_toml, scan_composes
+
+        proposals = scan_composes(scan, directory)
+        click.echo(proposals_toml(proposals), nl=False)
+        click.echo(f"{len(proposals)} recipe(s) proposed from {scan}", err=True)
+        return
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")
     directory.mkdir(parents=True, exist_ok=True)

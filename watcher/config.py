@@ -25,10 +25,16 @@ ITEM_KINDS = ("issue", "pull", "commits", "releases", "code")
 MATCH_SCOPES = ("subject", "message")
 LATEST_RELEASE = "latest-release"
 RULES = ("any", "all")
-ENGINES = ("sglang", "vllm", "other")
+ENGINES = ("sglang", "vllm", "llama.cpp", "ik_llama.cpp", "other")
 BLOCKER_STATUSES = ("blocked", "fix-merged", "verified", "reproduces")
 STAGES = ("startup", "probe")
-DEFAULT_READY_PATH = {"sglang": "/health_generate", "vllm": "/health", "other": "/health"}
+DEFAULT_READY_PATH = {
+    "sglang": "/health_generate",
+    "vllm": "/health",
+    "llama.cpp": "/health",
+    "ik_llama.cpp": "/health",
+    "other": "/health",
+}
 DEFAULT_API_URL = "https://api.github.com"
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -160,6 +166,10 @@ class Checks:
     max_tokens: int = 64
     min_decode_tokens_per_s: float | None = None
     min_accept_length: float | None = None
+    # optional checks (watcher.checks), each named in the verdict when it runs
+    tool_call: bool = False  # a `tools` request must come back with tool_calls[]
+    stream_tool_call: bool = False  # the same, streamed: tool_calls in the deltas
+    long_output_tokens: int | None = None  # a long answer this long must not loop (degeneracy)
 
 
 @dataclass(frozen=True)
@@ -183,6 +193,10 @@ class Recipe:
     env: tuple[tuple[str, str], ...] = ()
     pass_env: tuple[str, ...] = ()  # names copied from watcher's environment (HF_TOKEN)
     notes: str = ""
+    compose: str | None = None  # a docker compose file (relative to the config): run `service`
+    service: str | None = None
+    quant: str = ""  # the matrix's row labels
+    spec_method: str = ""
     source: Source | None = None  # where its engine builds come from (watcher bisect)
 
 
@@ -622,11 +636,20 @@ def _recipe(r: _Reader) -> Recipe:
     recipe_id = r.ident()
     engine = r.choice("engine", ENGINES, required=True)
     command = r.str_list("command")
+    compose_file, service = r.get("compose", str), r.get("service", str)
+    from_compose = None
+    if compose_file is not None or service is not None:
+        from_compose = _compose_recipe(r, command, compose_file, service)
+        command = from_compose.command
     if not command:
         r.fail(
-            "command", "must be a non-empty list of strings (an argv list, never a shell string)"
+            "command",
+            "must be a non-empty list of strings (an argv list, never a shell string);"
+            " or give `compose` and `service` instead",
         )
     hw = Hardware()
+    if from_compose is not None and from_compose.gpu_count is not None:
+        hw = Hardware(gpu_count=from_compose.gpu_count)
     hr = r.sub("hardware")
     if hr is not None:
         hw = Hardware(
@@ -644,7 +667,12 @@ def _recipe(r: _Reader) -> Recipe:
             max_tokens=cr.get("max_tokens", int, ch.max_tokens),
             min_decode_tokens_per_s=cr.get("min_decode_tokens_per_s", float),
             min_accept_length=cr.get("min_accept_length", float),
+            tool_call=cr.get("tool_call", bool, False),
+            stream_tool_call=cr.get("stream_tool_call", bool, False),
+            long_output_tokens=cr.get("long_output_tokens", int),
         )
+        if ch.long_output_tokens is not None and not 50 <= ch.long_output_tokens <= 32768:
+            cr.fail("long_output_tokens", "must be between 50 and 32768")
         cr.done()
     env_r = r.sub("env")
     env: tuple[tuple[str, str], ...] = ()
@@ -658,7 +686,12 @@ def _recipe(r: _Reader) -> Recipe:
     for name in pass_env:
         if not _ENV_NAME.match(name):
             r.fail("pass_env", f"{name!r} is not an environment variable name")
-    port = r.get("port", int, 30000)
+    port = r.get("port", int, None)
+    host_port = r.get("host_port", int)
+    if from_compose is not None:
+        port = port or from_compose.container_port
+        host_port = host_port or from_compose.host_port
+    port = port or 30000
     rec = Recipe(
         id=recipe_id,
         engine=engine,
@@ -666,7 +699,7 @@ def _recipe(r: _Reader) -> Recipe:
         title=r.get("title", str, ""),
         model=r.get("model", str, ""),
         port=port,
-        host_port=r.get("host_port", int),
+        host_port=host_port,
         ready_path=r.get("ready_path", str, DEFAULT_READY_PATH[engine]),
         startup_timeout=r.duration("startup_timeout", 900.0),
         stop_timeout=r.duration("stop_timeout", 30.0),
@@ -677,10 +710,64 @@ def _recipe(r: _Reader) -> Recipe:
         env=env,
         pass_env=pass_env,
         notes=r.get("notes", str, ""),
+        compose=compose_file,
+        service=service,
+        quant=r.get("quant", str, ""),
+        spec_method=r.get("spec_method", str, ""),
         source=_source(r.sub("source"), engine),
     )
     r.done()
     return rec
+
+
+def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
+    """What a run of `recipe` tested, hashed: the launch (command, or compose file + service
+    and the file's bytes), the model, spec decode, hardware and checks; not its prose, timeouts
+    or the host port it is probed on (a host's choice, not the recipe's substance). A result
+    from a runner whose recipe hashes differently is not this recipe's."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    keep = asdict(recipe)
+    for key in (
+        "title",
+        "notes",
+        "blockers",
+        "startup_timeout",
+        "stop_timeout",
+        "port",
+        "host_port",
+    ):
+        keep.pop(key, None)
+    if recipe.compose and base_dir is not None:
+        path = Path(recipe.compose)
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            keep["compose_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            keep["compose_sha256"] = None
+    text = json.dumps(keep, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _compose_recipe(r: _Reader, command, compose_file, service):
+    """`compose` + `service` instead of `command`: the file is read now, so a wrong path or
+    service name fails at load time with the recipe's name."""
+    from watcher.composefile import read_service
+
+    if command:
+        r.fail("command", "a recipe has either `command` or `compose` + `service`, not both")
+    if compose_file is None or service is None:
+        missing = "compose" if compose_file is None else "service"
+        r.fail(missing, "is required with `compose`/`service` (the file and the service to run)")
+    path = Path(compose_file)
+    if not path.is_absolute():
+        path = r.file.parent / path
+    try:
+        return read_service(path, service, shown_as=compose_file)
+    except ConfigError as e:
+        r.fail("compose", str(e))
 
 
 SOURCE_EVERY = ("release", "commit", "day")

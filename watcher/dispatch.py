@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from watcher.answers import clean, clean_text
-from watcher.config import Config, Recipe
+from watcher.config import Config, Recipe, recipe_digest
 from watcher.errors import GitHubError
 from watcher.github import Answer, GitHubClient
+from watcher.hardware import Gpu, GpuReading, check_hardware
 from watcher.redact import redact
 from watcher.signatures import all_signatures
 from watcher.smoke import OUTCOMES, error_doc
@@ -148,7 +149,7 @@ def collect(
             f"Actions run {run.get('html_url') or gh_run_id} concluded"
             f" {run.get('conclusion')} without a {ARTIFACT_NAME} artifact",
         )
-    return doc
+    return accept(cfg, recipe, run, run_id, doc)
 
 
 def dispatch_and_wait(
@@ -191,7 +192,58 @@ def dispatch_and_wait(
             f"Actions run {run.get('html_url') or gh_run_id} concluded"
             f" {run.get('conclusion')} without a {ARTIFACT_NAME} artifact",
         )
-    return doc
+    return accept(cfg, recipe, run, run_id, doc)
+
+
+def refusal(cfg: Config, recipe: Recipe, run: dict, doc: dict[str, Any]) -> str | None:
+    """Why the result of an Actions run is not accepted as this dispatch's, or None.
+
+    Accepted only from the run watcher dispatched (a workflow_dispatch of the configured repo,
+    never a fork's), for the dispatched recipe with the same recipe digest, and with hardware
+    that passes the recipe's gate when it claims to (the artifact says what the runner saw).
+    """
+    event = run.get("event")
+    if event is not None and event != "workflow_dispatch":
+        return f"the Actions run was started by {clean_text(str(event))[:40]!r}, not a dispatch"
+    head = (run.get("head_repository") or {}).get("full_name")
+    if head is not None and head != cfg.smoke.repo:
+        return f"the Actions run ran code from {clean_text(str(head))[:80]}, not {cfg.smoke.repo}"
+    if doc.get("recipe") != recipe.id:
+        return f"result.json is for recipe {clean_text(str(doc.get('recipe')))[:80]!r}, dispatched {recipe.id!r}"
+    want, got = recipe_digest(recipe, cfg.base_dir), doc.get("recipe_digest")
+    if got != want:
+        shown = clean_text(str(got))[:80] if got else "missing"
+        return (
+            f"its recipe digest ({shown}) is not the dispatched recipe's ({want}): the runner ran"
+            " another version of the recipe"
+        )
+    hw = doc.get("hardware") if isinstance(doc.get("hardware"), dict) else {}
+    if hw.get("matches_target"):
+        gpus = []
+        for g in hw.get("gpus") if isinstance(hw.get("gpus"), list) else []:
+            if isinstance(g, dict) and isinstance(g.get("name"), str):
+                mem = g.get("memory_mib")  # not reported: the name alone is checked
+                ok = isinstance(mem, int) and not isinstance(mem, bool)
+                mem = mem if ok else recipe.hardware.min_memory_mib
+                gpus.append(Gpu(g["name"], mem, str(g.get("compute_capability") or "")))
+        gate = check_hardware(recipe.hardware, GpuReading(tuple(gpus), "artifact"))
+        if not gate.matches_target:
+            return f"it claims the target hardware, but {gate.reason}"
+    return None
+
+
+def accept(cfg: Config, recipe: Recipe, run: dict, run_id: str, doc: dict) -> dict[str, Any]:
+    """`doc` when `refusal` finds nothing; else a refused `error` run that says why (logged, and
+    listed on the matrix page), keeping what the artifact claimed."""
+    why = refusal(cfg, recipe, run, doc)
+    if why is None:
+        return doc
+    log.warning("smoke %s: refused the result of Actions run %s: %s", run_id, run.get("id"), why)
+    out = error_doc(recipe, run_id, f"refused: {why}", backend="github-actions")
+    out["refused"] = True
+    out["actions_run_url"] = run.get("html_url")
+    out["claimed"] = {k: doc.get(k) for k in ("outcome", "host", "recipe_digest", "hardware")}
+    return out
 
 
 def _error(recipe: Recipe, run_id: str, reason: str) -> dict[str, Any]:

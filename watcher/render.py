@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 from watcher import prose
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation, latest_target_runs
+from watcher.matrix import build_matrix, cell_summary
 from watcher.redact import redact
 from watcher.states import item_satisfied
 from watcher.views import item_view
@@ -651,6 +652,9 @@ def page_context(
         "stale_items": stale,
         "offline_note": offline_note,
         "marks": BLOCKER_MARKS,
+        "matrix": build_matrix(cfg, runs, recipes=page.recipes),
+        "matrix_summary": cell_summary,
+        "matrix_link": f"{cfg.site.url.rstrip('/')}/matrix.html" if cfg.site.url else None,
     }
 
 

@@ -222,3 +222,117 @@ def write_github(
         path.write_text(text, encoding="utf-8")
         out.written.append(path)
     return out
+
+
+# ---------------------------------------------------------------- init --scan-composes
+
+
+@dataclass
+class Proposal:
+    """A recipe proposed for one compose service, and what could not be told from it."""
+
+    id: str
+    compose: str  # relative to the config's folder
+    service: str
+    engine: str
+    labels: dict[str, str]
+    gpu_count: int | None
+    spec_method: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _slug(*parts: str) -> str:
+    text = "-".join(p for p in parts if p).lower()
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9._-]", "-", text)).strip("-.") or "recipe"
+
+
+def scan_composes(root: Path, base: Path) -> list[Proposal]:
+    """One proposal per engine service of every compose file under `root` (`*.yml`, `*.yaml`);
+    `base` is the config's folder, which the proposed `compose` paths are relative to."""
+    from watcher.composefile import (
+        TOPOLOGY_GPUS,
+        guess_engine,
+        load,
+        path_labels,
+        read_service,
+        spec_method,
+    )
+    from watcher.errors import ConfigError
+
+    out: list[Proposal] = []
+    seen: set[str] = set()
+    files = sorted({*root.rglob("*.yml"), *root.rglob("*.yaml")})
+    for path in files:
+        try:
+            services = load(path)["services"]
+        except ConfigError:
+            continue  # not a compose file (or a broken one): nothing to propose
+        rel = Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+        labels = path_labels(path.relative_to(root) if path.is_relative_to(root) else path)
+        found: list[Proposal] = []
+        for name in sorted(services):
+            svc = read_service(path, name, shown_as=rel, environ={})
+            notes = list(svc.unknown)
+            engine = guess_engine(svc.image)
+            uses_gpu = svc.gpu_count is not None or svc.gpus_all
+            if engine is None and not uses_gpu and len(services) > 1:
+                continue  # no engine image and no GPU beside other services: a sidecar (a UI)
+            if engine is None and labels.get("engine_dir"):
+                engine = guess_engine(labels["engine_dir"].replace("_", "."))
+                if engine:
+                    notes.append(f"engine {engine} guessed from the folder name, not the image")
+            if engine is None:
+                engine = "other"
+                notes.append(f"engine not told by the image {svc.image!r}: set `engine`")
+            gpus = svc.gpu_count
+            if gpus is None and labels.get("topology") in TOPOLOGY_GPUS:
+                gpus = TOPOLOGY_GPUS[labels["topology"]]
+                notes.append(f"GPU count {gpus} guessed from the folder {labels['topology']!r}")
+            method = spec_method(labels.get("variant", "")) or spec_method(name)
+            if not method:
+                notes.append("no spec-decode method in the name: set spec_method if it uses one")
+            else:
+                notes.append("set [recipe.checks] min_accept_length for the acceptance floor")
+            rid = _slug(
+                engine, labels.get("model", ""), labels.get("topology", ""),
+                labels.get("quant", ""), labels.get("variant", "") or path.stem,
+            )  # fmt: skip
+            found.append(Proposal(rid, rel, name, engine, labels, gpus, method, notes))
+        for p in found:
+            if len(found) > 1:  # two engines in one file: the service tells them apart
+                p.id = _slug(p.id, p.service)
+            while p.id in seen:
+                p.id += "-2"
+            seen.add(p.id)
+        out.extend(found)
+    return out
+
+
+def proposals_toml(proposals: list[Proposal]) -> str:
+    """The proposals as [[recipe]] tables to append to watch.toml (TOML strings via json)."""
+    import json
+
+    lines = [
+        f"# {len(proposals)} recipe(s) proposed by `watcher init --scan-composes`."
+        " Read the notes; add the ids to a page's `recipes` (the engines page) to show them.",
+    ]
+    for p in proposals:
+        lines += ["", "[[recipe]]", f"id = {json.dumps(p.id)}"]
+        lines += [f"# note: {n}" for n in p.notes]
+        lines += [
+            f"engine = {json.dumps(p.engine)}",
+            f"compose = {json.dumps(p.compose)}",
+            f"service = {json.dumps(p.service)}",
+        ]
+        if p.labels.get("model"):
+            lines.append(f"model = {json.dumps(p.labels['model'])}")
+        if p.labels.get("quant"):
+            lines.append(f"quant = {json.dumps(p.labels['quant'])}")
+        if p.spec_method:
+            lines += [f"spec_method = {json.dumps(p.spec_method)}", "spec_decode = true"]
+        if p.gpu_count is not None:
+            lines += ["", "[recipe.hardware]", f"gpu_count = {p.gpu_count}"]
+    if proposals:
+        ids = ", ".join(json.dumps(p.id) for p in proposals)
+        lines += ["", f"# for the engines page: recipes = [{ids}]"]
+    return "\n".join(lines) + "\n"

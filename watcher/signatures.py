@@ -70,7 +70,7 @@ BUILTIN: tuple[Signature, ...] = (
     ),
     Signature(
         id="docker-gpu",
-        pattern=r"(?i)(could\s+not\s+select\s+device\s+driver\s+\"?\"?\s+with\s+capabilities:\s*\[\[gpu\]\]|nvidia-container-cli:|Cannot\s+connect\s+to\s+the\s+Docker\s+daemon|docker:\s+Error\s+response\s+from\s+daemon)",
+        pattern=r"(?i)(could\s+not\s+select\s+device\s+driver\s+(?:\"[^\"]*\")?\s*with\s+capabilities:\s*\[\[gpu\]\]|nvidia-container-cli:|Cannot\s+connect\s+to\s+the\s+Docker\s+daemon|docker:\s+Error\s+response\s+from\s+daemon)",
         description="docker cannot hand the GPU to the container (no NVIDIA container toolkit or daemon)",
         kind="environment",
     ),

@@ -42,6 +42,7 @@ from markupsafe import Markup
 from watcher.config import Config
 from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation, evaluate, page_subjects
+from watcher.matrix import build_matrix, cell_summary
 from watcher.redact import redact
 from watcher.render import (
     KIND_WORDS,
@@ -64,6 +65,7 @@ CHART_LIMIT = 200  # newest smoke runs in the charts
 # items make ~36 a year), so what the page shows does not grow with the database's age;
 # the page counts the older spans and says where they are kept.
 HISTORY_LIMIT = 30
+MATRIX_RUNS = 1000  # the newest runs the matrix page is made of (one per cell and host is shown)
 KEEP_FILES = ("CNAME", ".gitkeep")  # a maintainer's files in the site folder (and git-tracked ones)
 TAG_PREFIX = "tag:watcher,2026:"
 _CONTROL = re.compile(
@@ -685,6 +687,11 @@ def render_site(
     files["status.json"] = (
         json.dumps(status_doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     )
+    mx = clean(build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now))
+    files["matrix.html"] = env.get_template("site/matrix.html.j2").render(
+        **ctx, root="", mx=mx, summary=cell_summary
+    )
+    files["matrix.json"] = json.dumps(mx, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     files[".nojekyll"] = ""
     return files
 

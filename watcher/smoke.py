@@ -31,8 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from watcher.checks import run_checks
 from watcher.classify import Classifier, describe, tail
-from watcher.config import Config, Recipe
+from watcher.compose import compose_down, run_compose
+from watcher.config import Config, Recipe, recipe_digest
 from watcher.errors import ConfigError, WatcherError
 from watcher.hardware import GpuReading, check_hardware, read_gpus
 from watcher.launch import (
@@ -107,7 +109,15 @@ def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> dict
         "log_path": None,
         "started_at": started_at or iso(utcnow()),
         "finished_at": None,
+        "host": host_label(),
     }
+
+
+def host_label() -> str:
+    """The label the matrix names this host by: WATCHER_HOST_LABEL, else the Actions runner's
+    name (RUNNER_NAME), else the host name."""
+    env = os.environ
+    return env.get("WATCHER_HOST_LABEL") or env.get("RUNNER_NAME") or socket.gethostname()
 
 
 def error_doc(recipe: Recipe, run_id: str, reason: str, backend: str = "local") -> dict[str, Any]:
@@ -132,6 +142,7 @@ def run_recipe(
     reading = reading if reading is not None else read_gpus()
     gate = check_hardware(recipe.hardware, reading)
     doc = base_doc(recipe, run_id, started_at)
+    doc["recipe_digest"] = recipe_digest(recipe, cfg.base_dir)
     doc["hardware"] = {
         "gpus": [g.as_dict() for g in reading.gpus],
         "matches_target": gate.matches_target,
@@ -149,7 +160,12 @@ def run_recipe(
     log_path = log_dir / f"{run_id}.log"
     doc["log_path"] = str(log_path)
     with _term_raises():
-        _run(cfg, recipe, run_id, log_path, doc)
+        if recipe.compose:
+            run_compose(
+                cfg, recipe, run_id, log_path, doc, mark_started=mark_started, verdict=_verdict
+            )
+        else:
+            _run(cfg, recipe, run_id, log_path, doc)
     if not gate.matches_target:
         doc["reason"] += " [off-target hardware: shown, never validates]"
     doc["reason"] = redact(doc["reason"])
@@ -230,6 +246,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
             doc["metrics"]["startup_s"] = round(wait.startup_s, 2)
             log.info("smoke %s: ready after %.1f s; probing", run_id, wait.startup_s)
             p = probe(base, recipe)
+            doc["checks"] = run_checks(base, recipe, p)
             doc["engine_version"] = p.engine_version
             doc["metrics"].update(
                 ttft_s=p.ttft_s,
@@ -425,6 +442,12 @@ def recover_interrupted(cfg: Config, store: Store) -> list[dict[str, Any]]:
         if container:
             removed = remove_container(container) if shutil.which("docker") else False
             cleaned.append(f"container {container} {'removed' if removed else 'NOT removed'}")
+        project = (run.get("launch") or {}).get("compose_project")
+        if project:
+            down = compose_down(project)[0] if shutil.which("docker") else False
+            cleaned.append(
+                f"compose project {project} {'taken down' if down else 'NOT taken down'}"
+            )
         reason = "interrupted: watcher stopped during this run (killed?); never validates"
         if cleaned:
             reason += "; " + ", ".join(cleaned)

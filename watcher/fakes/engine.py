@@ -6,6 +6,9 @@ Modes: `ready` (binds the port after --ready-delay, then serves /health_generate
 /v1/models, /v1/chat/completions (streamed and not), /server_info, /get_server_info, /metrics,
 /version); `crash` (prints --log-file or --log-text, then exits --exit-code); `hang` (prints a
 loading line and never binds); `ignore-term` (ready, but it and its children ignore SIGTERM).
+--tools call answers a request with `tools` with a tool call (streamed or not; `ignore`, the
+default, answers in text like an engine without a tool parser); a long answer (max_tokens over
+200) counts on in number words, or with --degenerate falls into a loop of one phrase.
 --children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). Unknown arguments
 (the real engine's flags) are accepted and ignored.
 
@@ -56,6 +59,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--version", dest="engine_version", default="0.0.0-fake")
     p.add_argument("--served-model-name", default="fake-model")
     p.add_argument("--pid-file", help="append this process's and its children's pids here")
+    p.add_argument("--tools", choices=("ignore", "call"), default="ignore")
+    p.add_argument("--degenerate", action="store_true", help="long answers loop one phrase")
     p.add_argument(
         "--peek-parent-env",
         metavar="PATH",
@@ -197,8 +202,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"detail": "Not Found"}, 404)
         if req.get("stream"):
             return self._stream(req)
+        if req.get("tools") and a.tools == "call":
+            return self._json(_tool_answer(a, req))
         prompt = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
         text = a.answer if "capital" in prompt.lower() else " ".join(WORDS)
+        if int(req.get("max_tokens") or 0) > 200 and "capital" not in prompt.lower():
+            text = _long_text(int(req["max_tokens"]), a.degenerate)
         if req.get("temperature", 1.0) != 0:
             text = "Lyon, probably."  # sampling: the known answer is not guaranteed
         thinking = (req.get("chat_template_kwargs") or {}).get("enable_thinking", True)
@@ -237,6 +246,31 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         time.sleep(0.02)  # prefill
+        if req.get("tools") and a.tools == "call":
+            call = _tool_answer(a, req)["choices"][0]["message"]["tool_calls"][0]
+            fn, arguments = call["function"], call["function"]["arguments"]
+            head = dict(call, index=0, function={"name": fn["name"], "arguments": ""})
+            send(
+                {
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [head]}}],
+                }
+            )
+            for k in range(0, len(arguments), 5):
+                piece = {"index": 0, "function": {"arguments": arguments[k : k + 5]}}
+                send(
+                    {
+                        "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": {"tool_calls": [piece]}}],
+                    }
+                )
+            send(
+                {
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                }
+            )
+            n = 0
         for i in range(n):
             delta = {"content": WORDS[i % len(WORDS)] + " "}
             send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
@@ -252,6 +286,59 @@ class _Handler(BaseHTTPRequestHandler):
         send(b"[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _tool_answer(a: argparse.Namespace, req: dict) -> dict:
+    """A chat completion that calls the request's first tool with its required arguments."""
+    fn = (req["tools"][0] or {}).get("function") or {}
+    required = (fn.get("parameters") or {}).get("required") or []
+    arguments = json.dumps({name: "Paris" for name in required})
+    call = {
+        "id": "call_fake0",
+        "type": "function",
+        "function": {"name": fn.get("name", "tool"), "arguments": arguments},
+    }
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": a.served_model_name,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"completion_tokens": 12},
+    }
+
+
+def _number_words(n: int) -> str:
+    """1234 -> 'one-thousand-two-hundred-thirty-four': a word never said twice in a count."""
+    ones = ["zero", *WORDS[:19]]
+    tens = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+    parts = []
+    if n >= 1000:
+        parts += [ones[n // 1000], "thousand"]
+        n %= 1000
+    if n >= 100:
+        parts += [ones[n // 100], "hundred"]
+        n %= 100
+    if n >= 20:
+        parts.append(tens[n // 10])
+        n %= 10
+    if n or not parts:
+        parts.append(ones[n])
+    return "-".join(parts)
+
+
+def _long_text(tokens: int, degenerate: bool) -> str:
+    """`tokens` words: counting on (no loop), or, degenerate, a few words then one phrase again."""
+    if degenerate:
+        start = [_number_words(i) for i in range(1, 21)]
+        loop = "and so the press changed everything again".split()
+        return " ".join((start + loop * tokens)[:tokens])
+    return " ".join(_number_words(i) for i in range(1, tokens + 1))
 
 
 def _metrics(a: argparse.Namespace) -> str:
