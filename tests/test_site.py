@@ -443,7 +443,8 @@ def test_before_the_first_read_the_badge_says_unknown(tmp_path):
     badge = (cfg.site_dir / "badge" / "sglang.svg").read_text()
     assert ">unknown<" in badge and ">blocked<" not in badge
     index = (cfg.site_dir / "index.html").read_text()
-    assert "Nothing has been read from GitHub yet." in index
+    assert "Not checked yet: No check has read GitHub yet." in index
+    assert "Checks have stopped" not in index and "❌" not in index
     doc = json.loads((cfg.site_dir / "status.json").read_text())
     assert doc["runs"]["last_successful_read"] is None and doc["runs"]["stale_at"] is None
 

@@ -19,7 +19,7 @@ import click
 
 from watcher import __version__
 from watcher.config import Config, default_config_text, load_config
-from watcher.errors import WatcherError
+from watcher.errors import ConfigError, WatcherError
 
 log = logging.getLogger("watcher")
 CONFIG_HELP = "Path to watch.toml (paths inside it are relative to its folder)."
@@ -234,13 +234,15 @@ def init(directory: Path, github: bool, smoke: bool, install: str | None) -> Non
 @click.option(
     "--online",
     is_flag=True,
-    help="Also read GitHub: does every watched path still exist at the tip of its ref?",
+    help="Also read GitHub: does every item exist (issue, PR, repository, ref, watched paths)?",
 )
 def validate(config_path: str, online: bool) -> None:
-    """Check watch.toml without polling anything (with --online: its watched paths on GitHub).
+    """Check watch.toml without polling anything (with --online: every item on GitHub).
 
     Exits 2 with the file, table and key named when something is wrong; with --online, exits 1
-    when a watched path no longer exists (a rule gone blind) or a repository cannot be read.
+    when an item does not exist on GitHub (a typo'd repository, number or ref), a watched path no
+    longer exists (a rule gone blind; declare paths gone on purpose in `retired_paths`), or a
+    repository cannot be read.
 
     Example: watcher validate --config watch.toml --online
     """
@@ -263,9 +265,9 @@ def validate(config_path: str, online: bool) -> None:
         problems, checked = check_paths(client, list(cfg.items))
         requests = client.stats.requests
     for item_id, sentence in problems:
-        click.echo(f"{item_id}: {sentence}")
+        click.echo(f"{cfg.path}: [[item]] {item_id}: {sentence}")
     verdict = f"{len(problems)} problem(s)" if problems else "all exist"
-    click.echo(f"online: {checked} watched path(s) checked, {verdict} ({requests} requests)")
+    click.echo(f"online: {checked} item(s) checked, {verdict} ({requests} requests)")
     if problems:
         sys.exit(1)
 
@@ -340,6 +342,24 @@ def check_now(
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
     if report.token_rejected:
         raise WatcherError(report.token_rejected)
+    _first_read_not_found(cfg, report)
+
+
+def _first_read_not_found(cfg, report) -> None:
+    """A 404 on an item never read before is a typo in watch.toml, not an outage: exit 2."""
+    from watcher.poll import not_found_problem
+
+    never = {v["id"] for v in (report.status or {}).get("items", []) if not v.get("title")}
+    bad = [
+        f"{cfg.path}: [[item]] {item_id}: {not_found_problem(cfg.item(item_id))}"
+        for item_id, err in sorted(report.item_errors.items())
+        if item_id in never and str(err).startswith("HTTP 404")
+    ]
+    if bad:
+        raise ConfigError(
+            "\n".join(bad) + "\n(never read: GitHub has no such thing; fix the key, then"
+            " `watcher validate --online`)"
+        )
 
 
 def _interrupted(kept: str | None) -> None:

@@ -183,7 +183,7 @@ class Poller:
 
     def _path_warnings(self, item: Item, tip: Tip) -> dict[str, Any]:
         """details["dead_paths"] and their sentences for an item's watched paths at a tip."""
-        dead = dead_paths(self.client, tip, item.paths)
+        dead = dead_paths(self.client, tip, live_paths(item))
         return {"dead_paths": dead, "warnings": [dead_path_warning(item.kind, d) for d in dead]}
 
     # -- code check
@@ -477,6 +477,11 @@ def dead_paths(client: GitHubClient, tip: Tip, paths: tuple[str, ...]) -> list[d
     ]
 
 
+def live_paths(item: Item) -> tuple[str, ...]:
+    """The watched paths expected to exist (those in `retired_paths` are gone on purpose)."""
+    return tuple(p for p in item.paths if p not in item.retired_paths)
+
+
 def dead_path_warning(kind: str, dead: dict[str, Any]) -> str:
     """The sentence the page, the site, status.json, explain and validate show."""
     where = f"`{dead['path']}` no longer exists at {dead['ref']} ({dead['sha'][:7]})"
@@ -644,22 +649,51 @@ def ref_spec(item: Item) -> str | None:
 
 
 def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str, str]], int]:
-    """`watcher validate --online`: every watched path of commit and code items at its ref's tip.
+    """`watcher validate --online`: every item, read once the way a first cycle would.
 
-    Returns ([(item id, sentence)] for dead paths and unreadable refs, paths checked)."""
+    An issue or pull request must exist (a typo'd number is a 404); a repository must exist and
+    its ref (branch, tag, latest release) resolve; every watched path must exist at that tip,
+    except the ones an item declares gone (`retired_paths`). Returns ([(item id, sentence)],
+    items checked)."""
     poller = Poller(client)
     problems: list[tuple[str, str]] = []
     checked = 0
     for item in items:
-        if item.kind not in ("commits", "code") or not item.paths:
-            continue
+        checked += 1
         try:
+            if item.kind in ("issue", "pull"):
+                kind = "pulls" if item.kind == "pull" else "issues"
+                client.get_json(f"/repos/{item.repo}/{kind}/{item.number}")
+                continue
+            if item.kind == "releases":
+                client.get_json(f"/repos/{item.repo}")
+                continue
             tip = poller.tip(item.repo, ref_spec(item))
-            dead = dead_paths(client, tip, item.paths)
+            dead = dead_paths(client, tip, live_paths(item))
         except GitHubError as e:
-            where = ref_spec(item) or "the default branch"
-            problems.append((item.id, f"could not read {item.repo} at {where}: {e}"))
+            problems.append((item.id, online_problem(item, e)))
             continue
-        checked += len(item.paths)
         problems += [(item.id, dead_path_warning(item.kind, d)) for d in dead]
     return problems, checked
+
+
+def online_problem(item: Item, e: GitHubError) -> str:
+    """Why an item cannot be read, naming the key to fix when GitHub says it does not exist."""
+    if e.status != 404:
+        return f"could not read {item.repo}: {e}"
+    return not_found_problem(item)
+
+
+def not_found_problem(item: Item) -> str:
+    """A 404 for an item, as a configuration error: which keys of its [[item]] to check."""
+    if item.kind in ("issue", "pull"):
+        word = "pull request" if item.kind == "pull" else "issue"
+        return (
+            f"{item.repo} has no {word} #{item.number} (GitHub answered 404): check `repo` and"
+            " `number`"
+        )
+    where = ref_spec(item)
+    if where:
+        key = "ref" if item.kind == "code" else "branch"
+        return f"{item.repo} at {where} not found (GitHub answered 404): check `repo` and `{key}`"
+    return f"{item.repo} not found (GitHub answered 404): check `repo`"

@@ -51,6 +51,7 @@ PAGE_HEADLINES = {
 # upstream text in status.json, and how much of each is kept (the page keeps as much or less)
 UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
+NOT_CHECKED_MARK = "❔"  # before the first good read: no blocker is known to be blocked
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 ZWJ = "\u200d"
@@ -289,9 +290,13 @@ def status_document(
                 "hints_trigger_smoke": b.hints_trigger_smoke,
             }
         )
+    last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
+    # before the first good read there is one state, with its why, on every view
+    not_checked = None if last_read else prose.unread_reason(items, attempt)
     pages = [
         {
             "id": p.id,
+            "not_checked_yet": not_checked,
             "title": p.title,
             "status": ev.pages[p.id].status,
             "reason": _plain(ev.pages[p.id].reason, 500),
@@ -310,7 +315,6 @@ def status_document(
         if safe_url(v["url"]) == "#":
             v["url"] = cfg.item(v["id"]).html_url
     last = cycle or {}
-    last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
     return {
         "generated_at": generated_at,
         "pages": pages,
@@ -492,6 +496,17 @@ def page_context(
         )
         view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
         view["words"] = prose.BLOCKER_WORDS.get(st.status, st.status)
+    never_read = last_checked is None and not any(v.get("title") for v in _all_views(blockers))
+    if never_read:  # nothing is known yet: no blocker is blocked, and none is marked ❌
+        for view in blockers:
+            view.update(mark=NOT_CHECKED_MARK, words="not checked yet", sentence="not checked yet")
+    # a failure a reproducing blocker already describes is named by that blocker's number
+    said = {
+        sig: f"blocker {n}"
+        for n, view in enumerate(blockers, 1)
+        if view["status"] == "reproduces"
+        for sig in view["signatures"]
+    }
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
     recipes = []
@@ -537,8 +552,13 @@ def page_context(
                 "blocker_titles": [
                     {
                         "title": cfg.blocker(b).title,
-                        "words": prose.BLOCKER_WORDS.get(ev.blockers[b].status),
-                        "mark": BLOCKER_MARKS[ev.blockers[b].status],
+                        "words": "not checked yet"
+                        if never_read
+                        else prose.BLOCKER_WORDS.get(ev.blockers[b].status),
+                        "mark": NOT_CHECKED_MARK
+                        if never_read
+                        else BLOCKER_MARKS[ev.blockers[b].status],
+                        "number": page.blockers.index(b) + 1 if b in page.blockers else None,
                     }
                     for b in r.blockers
                 ],
@@ -546,7 +566,7 @@ def page_context(
         )
         shown = recipes[-1]
         tested = next((x for x in r_runs if x.get("outcome") != "skipped"), None)
-        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"])
+        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"], said=said)
         shown["waiting"] = prose.waiting_sentence(
             (triggers or {}).get(r.id), shown["gpu"], cfg.smoke.backend
         )
@@ -557,7 +577,6 @@ def page_context(
     ]
     since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
     now = prose.now_of(last_checked, (attempt or {}).get("at"))
-    never_read = last_checked is None and not any(v.get("title") for v in _all_views(blockers))
     open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
     reader_status = "unknown" if never_read and status.status == "blocked" else status.status
     return {
@@ -584,9 +603,11 @@ def page_context(
         else None,
         "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
         "issue_link": cfg.site.issue_link(cfg.notify),
-        "change_lines": [
-            {"at": e.get("at"), "text": prose.event_sentence(cfg, e)} for e in changes
-        ],
+        "change_lines": prose.reader_changes(cfg, changes),
+        "not_checked": prose.unread_reason(items, attempt) if never_read else None,
+        "attention": prose.attention_line(
+            [*_all_views(blockers), *others], last_checked, never_read
+        ),
         "parked": status.parked,
         "validated_run": status.validated_run,
         "blockers": blockers,

@@ -42,6 +42,7 @@ from markupsafe import Markup
 from watcher.config import Config
 from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation, evaluate, page_subjects
+from watcher.prose import unread_reason
 from watcher.redact import redact
 from watcher.render import (
     BLOCKER_MARKS,
@@ -232,7 +233,9 @@ def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[
         "limit_text": f"{cfg.settings.stale_after:g} × the {duration_text(cfg.settings.interval)} "
         "interval",
         "age_text": "never",
-        "stale": True,
+        # never read is "not checked yet" (with its why), not "checks have stopped"
+        "stale": False,
+        "not_checked_yet": None,
     }
     checked, generated = _when(last_checked), _when(generated_at)
     if checked and generated:
@@ -489,6 +492,7 @@ def site_context(
     checked = last_checked_at(store, items)
     attempt = last_attempt(store)
     never_read = checked is None
+    not_checked = unread_reason(items, attempt) if never_read else None
 
     def since(key: str) -> str | None:
         return (statuses.get(key) or {}).get("since")
@@ -514,7 +518,7 @@ def site_context(
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
                 "headline": PAGE_HEADLINES.get(shown, "not checked yet"),
-                "reason": st.reason if not never_read else "upstream has not been read yet",
+                "reason": st.reason if not never_read else not_checked,
                 "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,
                 "href": f"page/{p.id}.html",
@@ -578,7 +582,7 @@ def site_context(
             },
             "attempt": attempt,
             "pending": pending,
-            "fresh": freshness(cfg, checked, generated_at),
+            "fresh": dict(freshness(cfg, checked, generated_at), not_checked_yet=not_checked),
             "pages": pages,
             "blockers": blockers,
             "items": [views[i.id] for i in cfg.items],
