@@ -176,6 +176,21 @@ class _InertLinks(Treeprocessor):
                         child.set("class", "inert-link")
 
 
+class _StackTables(Treeprocessor):
+    """Tables a phone can read: each cell labelled with its column (class `stack`, data-label),
+    so the stylesheet turns rows into cards below 40rem instead of scrolling sideways."""
+
+    def run(self, root: ET.Element) -> None:
+        for table in root.iter("table"):
+            table.set("class", "stack")
+            heads = ["".join(th.itertext()).strip() for th in table.iter("th")]
+            for body in table.iter("tbody"):
+                for tr in body.iter("tr"):
+                    for n, td in enumerate(tr.findall("td")):
+                        if n < len(heads) and heads[n]:
+                            td.set("data-label", heads[n])
+
+
 class _NoRawHTML(Extension):
     def __init__(self, rename: dict[str, str]):
         super().__init__()
@@ -186,6 +201,7 @@ class _NoRawHTML(Extension):
         md.inlinePatterns.deregister("html")
         md.preprocessors.register(_StripComments(md), "strip_comments", 20)
         md.treeprocessors.register(_InertLinks(md, self.rename), "inert_links", 0)
+        md.treeprocessors.register(_StackTables(md), "stack_tables", 1)
         for char in "<|~":  # render.md_escape backslash-escapes these; CommonMark does too
             if char not in md.ESCAPED_CHARS:
                 md.ESCAPED_CHARS.append(char)
