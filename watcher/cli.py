@@ -175,20 +175,31 @@ def cli(ctx: click.Context, verbose: int) -> None:
     metavar="REQUIREMENT",
     help="With --github: what the workflows pip-install (default: this version's git tag).",
 )
-def init(directory: Path, github: bool, smoke: bool, install: str | None) -> None:
+@click.option(
+    "--adopt",
+    "adopt",
+    metavar="PAGE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Take over a hand-kept page (its prose kept as fragments; the diff is shown).",
+)
+def init(
+    directory: Path, github: bool, smoke: bool, install: str | None, adopt: Path | None
+) -> None:
     """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
 
     Never overwrites an existing file: existing files are left as they are and named. Without
     --github an existing watch.toml is an error; with --github (DIRECTORY is the guide's
     repository) the workflows are derived from the watch.toml found or written there.
+    A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
+    hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
 
-    Example: watcher init --github ~/src/my-guide
+    Example: watcher init --github --adopt docs/engines/SGLANG.md ~/src/my-guide
     """
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "watch.toml"
-    if target.exists() and not github:
+    if target.exists() and not github and not adopt:
         raise WatcherError(f"{target} already exists; not overwriting it")
     if target.exists():
         click.echo(f"kept {target} (exists)", err=True)
@@ -205,6 +216,8 @@ def init(directory: Path, github: bool, smoke: bool, install: str | None) -> Non
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(src.read_bytes())
                 click.echo(str(dest))
+    if adopt:
+        _adopt(target, adopt if adopt.is_absolute() or adopt.exists() else directory / adopt)
     if github:
         from watcher.scaffold import write_github
 
@@ -213,6 +226,8 @@ def init(directory: Path, github: bool, smoke: bool, install: str | None) -> Non
             click.echo(str(path))
         for path in done.kept:
             click.echo(f"kept {path} (exists; not overwriting it)", err=True)
+        for path, lines in done.merged.items():
+            click.echo(f"added {', '.join(lines)} to {path} (its other lines kept)", err=True)
         click.echo(
             "Next: watcher doctor && watcher check-now (with GITHUB_TOKEN set), commit these "
             "files, then Settings → Pages → Source: GitHub Actions and Actions → watch → Run "
@@ -225,6 +240,27 @@ def init(directory: Path, github: bool, smoke: bool, install: str | None) -> Non
         + str(target)
         + " && watcher check-now --config "
         + str(target),
+        err=True,
+    )
+
+
+def _adopt(config: Path, page: Path) -> None:
+    from watcher.adopt import adopt_page
+
+    done = adopt_page(_config(str(config)), page)
+    if done.diff:
+        click.echo(done.diff)
+    for path in done.fragments:
+        click.echo(f"kept the hand-written prose in {path}", err=True)
+    for path in done.kept:
+        click.echo(
+            f"saved {path} (not shown: watcher generates this section; move what you need into"
+            " a fragment)",
+            err=True,
+        )
+    click.echo(
+        f"took over {done.path}: {done.added} lines added, {done.removed} removed (diff above);"
+        " from now on each cycle regenerates it",
         err=True,
     )
 
@@ -330,7 +366,12 @@ def check_now(
         raise WatcherError(report.token_rejected)
     if as_json or dry_run:
         return
+    refused = []
     for page_id, p in report.pages.items():
+        if p.get("refused"):
+            refused.append(p["refused"])
+            click.echo(f"error: {page_id}: {p['refused']}", err=True)
+            continue
         verb = "wrote" if p["written"] else "unchanged"
         click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
     if report.site_error:
@@ -343,6 +384,8 @@ def check_now(
     if report.token_rejected:
         raise WatcherError(report.token_rejected)
     _first_read_not_found(cfg, report)
+    if refused:
+        raise WatcherError(f"{len(refused)} page(s) not written: not watcher's files (see above)")
 
 
 def _first_read_not_found(cfg, report) -> None:

@@ -28,6 +28,7 @@ from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
     digest,
+    foreign_page,
     page_sources,
     page_text,
     status_document,
@@ -301,11 +302,13 @@ def render_pages(
             store.add_page_version(page.id, at, lo, hi, d)
         path = cfg.resolve(page.output)
         written = False
-        if write:
+        refused = foreign_page(path) if write else None
+        if write and not refused:
             written = atomic_write(path, text)
         out[page.id] = {
             "path": str(path),
             "written": written,
+            "refused": refused,
             "text": text,
             "status": ev.pages[page.id].status,
         }

@@ -30,6 +30,7 @@ class Scaffold:
 
     written: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
+    merged: dict[Path, list[str]] = field(default_factory=dict)  # lines added to existing files
 
 
 def source_url() -> str:
@@ -172,6 +173,13 @@ def write_github(
     )
     for rel, text in files.items():
         path = root / rel
+        if path.exists() and rel == Path(".gitignore"):
+            added = merge_gitignore(path, ignore)
+            if added:
+                out.merged[path] = added
+            else:
+                out.kept.append(path)
+            continue
         if path.exists():
             out.kept.append(path)
             continue
@@ -179,3 +187,16 @@ def write_github(
         path.write_text(text, encoding="utf-8")
         out.written.append(path)
     return out
+
+
+def merge_gitignore(path: Path, needed: list[str]) -> list[str]:
+    """Append the lines watcher needs to an existing .gitignore (its own lines untouched);
+    a line already there in another spelling (`/data/`, `data`) counts. Returns those added."""
+    text = path.read_text(encoding="utf-8")
+    have = {line.strip().strip("/") for line in text.splitlines() if line.strip()}
+    missing = [n for n in needed if n.strip("/") not in have]
+    if missing:
+        sep = "" if not text or text.endswith("\n") else "\n"
+        block = "# watcher: local state and the built site\n" + "\n".join(missing) + "\n"
+        path.write_text(text + sep + ("\n" if text.strip() else "") + block, encoding="utf-8")
+    return missing
