@@ -197,6 +197,12 @@ def init(
     """
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")
+    if install:
+        from watcher.scaffold import install_problem
+
+        problem = install_problem(install)
+        if problem:
+            raise click.BadParameter(f"{install!r}: {problem}", param_hint="--install")
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "watch.toml"
     if target.exists() and not github and not adopt:
