@@ -707,7 +707,10 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
 @cli.command()
 @click.argument("item_ids", nargs=-1, metavar="[ITEM]...")
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
-@click.option("--since", required=True, help="Read commit streams from this date (2026-01-01).")
+@click.option(
+    "--since",
+    help="Read commit streams from this date (2026-01-01); required unless --replay.",
+)
 @click.option(
     "--as-of",
     "as_of",
@@ -716,13 +719,20 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
 )
 @click.option("--show-unmatched", is_flag=True, help="Also list the commits the rules ignored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the replay as JSON.")
+@click.option(
+    "--replay",
+    metavar="FOLDER",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Offline: replay over recorded history (tests/history), not GitHub.",
+)
 def backtest(
     item_ids: tuple[str, ...],
     config_path: str,
-    since: str,
+    since: str | None,
     as_of: tuple[str, ...],
     show_unmatched: bool,
     as_json: bool,
+    replay: Path | None,
 ) -> None:
     """Replay commit and code items over history before trusting them.
 
@@ -731,12 +741,25 @@ def backtest(
     branch tip or newest release. Uses the same reads and matching as a cycle, conditional
     requests through the store's cache, and says how many requests it spent.
 
+    With --replay FOLDER it needs no network: the recorded history (this repository ships
+    tests/history) is served by a local replay of GitHub, and without --since/--as-of every
+    month's end of the record is judged. Progress goes to stderr.
+
     Example: watcher backtest sglang-gdn --since 2026-01-01 --as-of 2026-03-01 --as-of 2026-04-30
+
+    Example: watcher backtest --replay tests/history
     """
     from watcher.backtest import format_report, run_backtest
 
     cfg = _config(config_path)
-    doc = run_backtest(cfg, item_ids, since, as_of, show_unmatched)
+    if replay is not None:
+        from watcher.demo import replay_backtest
+
+        doc = replay_backtest(cfg, replay, item_ids, since, as_of, show_unmatched)
+    elif not since:
+        raise click.UsageError("--since is required (or --replay FOLDER for recorded history)")
+    else:
+        doc = run_backtest(cfg, item_ids, since, as_of, show_unmatched)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
