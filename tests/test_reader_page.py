@@ -413,3 +413,23 @@ def test_a_bad_token_before_the_first_read_is_one_not_checked_yet_state(tmp_path
     index = (cfg.site_dir / "index.html").read_text()
     assert "Checks have stopped" not in index
     assert "Not checked yet: GitHub did not accept the token" in index
+
+
+def test_the_sticky_comment_carries_the_maintainer_warnings(seeded):
+    from watcher.evaluate import evaluate
+    from watcher.notify_plan import Bodies
+
+    cfg, last = seeded
+    store = Store(cfg.db_path)
+    try:
+        row = store.items()["sglang-marlin"]
+        details = dict(row.get("details") or {})
+        details["warnings"] = ["`old/path.cu` no longer exists at main (abc1234)"]
+        store.upsert_item(dict(row, details=details))
+        items, runs, statuses = store.items(), store.smoke_runs(), store.statuses()
+    finally:
+        store.close()
+    ev = evaluate(cfg, items, runs, statuses, last)
+    body = Bodies(cfg, ev, items, runs, statuses).status(cfg.pages[0])
+    assert "**Needs a maintainer**" in body
+    assert "- sglang-marlin: `old/path.cu` no longer exists at main (abc1234)" in body

@@ -774,8 +774,8 @@ def demo(directory: Path) -> None:
     """Run the whole loop offline in a fresh DIRECTORY, then say where to look.
 
     Starts the project's own fake GitHub (seeded like the real upstream threads) and fake engine,
-    runs two cycles with an upstream change between them, a smoke run (off-target: a fake engine
-    validates nothing) and builds the site. Nothing leaves 127.0.0.1.
+    runs three cycles (before and after an upstream change, then after a smoke run, which is
+    off-target: a fake engine validates nothing) and builds the site. Nothing leaves 127.0.0.1.
 
     Example: watcher demo /tmp/watcher-demo
     """

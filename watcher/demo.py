@@ -1,8 +1,8 @@
 """`watcher demo`: the whole loop, offline, in a fresh folder, in under a minute.
 
 It starts the project's own fake GitHub (seeded like the real threads) and the fake engine, runs
-two cycles with an upstream change between them, a smoke run, builds the site and shows the
-comment it would post. Nothing leaves 127.0.0.1. The smoke run never reads this host's GPUs: a
+three cycles (the world before, after an upstream change, after a smoke run), builds the site and
+shows the comment it would post. Nothing leaves 127.0.0.1. The smoke run never reads this host's GPUs: a
 fake engine must never validate anything, so its run is recorded as off-target.
 """
 
