@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.fakes.scenarios import real_threads  # the seed of the real upstream threads
+from watcher.fakes.scenarios import load, real_threads  # the seed of the real upstream threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,6 +83,7 @@ def test_the_five_minute_path(tmp_path, fake_github):
     guide.mkdir()
     run(["git", "init", "-q", "-b", "main"], guide, dict(os.environ))
     real_threads(fake_github)
+    load(fake_github, "sglang_code")  # every repository the default list reads exists
     env = {
         k: v
         for k, v in os.environ.items()
