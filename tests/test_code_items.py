@@ -128,7 +128,7 @@ def test_code_item_states_and_a_free_second_cycle(gh, tmp_path, contents, state)
     assert_quiet_second_cycle(cfg_path, gh, "guard", state)
 
 
-def test_code_item_follows_the_fix_and_the_page_shows_the_line(gh, tmp_path):
+def test_code_item_follows_the_fix_and_the_site_shows_the_line(gh, tmp_path):
     gh.add_commit(SGL, message="init", date="2026-02-01T00:00:00Z", contents={MARLIN: UNFIXED})
     page = (
         '[[blocker]]\nid = "marlin"\ntitle = "Marlin pad on SGLang"\nitems = ["guard"]\n'
@@ -139,7 +139,10 @@ def test_code_item_follows_the_fix_and_the_page_shows_the_line(gh, tmp_path):
     assert item_doc(first, "guard")["state"] == "absent"
     text = (tmp_path / "P.md").read_text()
     assert "the fix is not in SGLang's code at main" in text
-    assert f"still there at [{MARLIN.replace('_', chr(92) + '_')}:3](" in text
+    # the matched line and its regex are the maintainer's: the site, not the reader's page
+    assert "still there at" not in text and "raise ValueError" not in text
+    site = (tmp_path / "site" / "item" / "guard.html").read_text()
+    assert f"{MARLIN}#L3" in site
     fix = gh.add_commit(SGL, message="pad", date="2026-02-03T00:00:00Z", contents={MARLIN: FIXED})
     second = cycle(cfg_path, gh)
     assert item_doc(second, "guard")["state"] == "present"
@@ -410,7 +413,9 @@ def test_hint_fixed_elsewhere_never_clears_but_is_shown(gh, tmp_path):
     page = (tmp_path / "P.md").read_text()
     assert page.startswith("# P — blocked")
     # the page keeps "#45295" from becoming an issue link with a zero-width joiner after "#"
-    assert f"Marlin pad fix in vLLM: {sentence}" in page.replace("\u200d", "")
+    assert f"Marlin pad fix in vLLM](https://github.com/{vllm}/pull/45295) — {sentence}" in (
+        page.replace("\u200d", "")
+    )
     assert sentence in (tmp_path / "site" / "index.html").read_text()
     explained = cli(["explain", "marlin", "--config", str(cfg_path)], tmp_path, gh)
     assert f"vllm-fix: {sentence}" in explained.stdout

@@ -160,7 +160,7 @@ def test_first_run_without_network_is_useful(tmp_path):
     )
     assert r.returncode == 0 and "Traceback" not in r.stderr
     assert "GitHub could not be read" in r.stderr and "nothing has been read yet" in r.stderr
-    assert "sglang: blocked — wrote" in r.stdout
+    assert "sglang: not checked yet — wrote" in r.stdout
     page = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
     assert page.startswith("# SGLang — not checked yet") and "could not reach GitHub" in page
     assert "## Watch list" in page and "vllm/pull/40361" in page and "docker run" in page

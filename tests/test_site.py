@@ -272,7 +272,7 @@ def test_markdown_rendering_keeps_tables_and_code_and_drops_html():
         "```text\na < b </script>\n```\n"
     )
     out = str(markdown_to_html(src, {"OTHER.md": "other.html"}))
-    assert "<table>" in out and "<td>x | y</td>" in out
+    assert '<table class="stack">' in out and '<td data-label="a">x | y</td>' in out
     assert "<ul>\n<li>one</li>" in out
     assert "&lt;div onclick=x&gt;raw&lt;/div&gt;" in out and "Generated" not in out
     assert 'href="javascript' not in out and '<span class="inert-link">bad</span>' in out

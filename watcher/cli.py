@@ -379,7 +379,15 @@ def check_now(
             click.echo(f"error: {page_id}: {p['refused']}", err=True)
             continue
         verb = "wrote" if p["written"] else "unchanged"
-        click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
+        shown = next(
+            (
+                "not checked yet"
+                for d in (report.status or {}).get("pages", [])
+                if d.get("id") == page_id and d.get("not_checked_yet")
+            ),
+            p["status"],
+        )
+        click.echo(f"{page_id}: {shown} — {verb} {p['path']}")
     if report.site_error:
         click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     for run in report.smoke_runs:

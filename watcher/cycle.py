@@ -228,6 +228,10 @@ def record_transitions(
     `snoozed`: every change that caused them came from snoozed items, so the events are marked
     and neither smoke triggers nor comments act on them.
     """
+    if not store.count_smoke_runs() and not any(
+        r.get("checked_at") for r in store.items().values()
+    ):
+        return []  # nothing read or tested yet: no status is known, so none is recorded
     previous = store.statuses()
     current = ev.statuses()
     events = []

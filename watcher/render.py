@@ -292,7 +292,7 @@ def status_document(
         )
     last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
     # before the first good read there is one state, with its why, on every view
-    not_checked = None if last_read else prose.unread_reason(items, attempt)
+    not_checked = None if last_read or runs else prose.unread_reason(items, attempt)
     pages = [
         {
             "id": p.id,
@@ -496,7 +496,10 @@ def page_context(
         )
         view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
         view["words"] = prose.BLOCKER_WORDS.get(st.status, st.status)
-    never_read = last_checked is None and not any(v.get("title") for v in _all_views(blockers))
+    # nothing read from GitHub and nothing tested: one "not checked yet" state
+    never_read = (
+        last_checked is None and not runs and not any(v.get("title") for v in _all_views(blockers))
+    )
     if never_read:  # nothing is known yet: no blocker is blocked, and none is marked ❌
         for view in blockers:
             view.update(mark=NOT_CHECKED_MARK, words="not checked yet", sentence="not checked yet")

@@ -507,7 +507,7 @@ def site_context(
     events = [_event_view(e, base) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
     checked = last_checked_at(store, items)
     attempt = last_attempt(store)
-    never_read = checked is None
+    never_read = checked is None and not runs  # nothing read and nothing tested yet
     not_checked = unread_reason(items, attempt) if never_read else None
 
     def since(key: str) -> str | None:
@@ -520,7 +520,7 @@ def site_context(
     for v in views.values():
         v["kind_word"] = KIND_WORDS.get(v["kind"], v["kind"])
         v["url"] = safe_href(v["url"]) if str(v["url"]).startswith("http") else "#"
-        v["problem"] = v["error"] or ("never read" if v["stale"] and not v["title"] else None)
+        v["problem"] = v["error"] or ("not checked yet" if v["stale"] and not v["title"] else None)
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]
@@ -553,14 +553,15 @@ def site_context(
                 )
             else:
                 evidence.append(dict(e))
+        shown = "not checked yet" if never_read else st.status  # nothing known: no ❌
         blockers.append(
             {
                 "id": b.id,
                 "title": b.title,
                 "description": b.description,
-                "status": st.status,
-                "tone": STATUS_TONES.get(st.status, "muted"),
-                "mark": BLOCKER_MARKS.get(st.status, ""),
+                "status": shown,
+                "tone": STATUS_TONES.get(shown, "muted"),
+                "mark": "" if never_read else BLOCKER_MARKS.get(st.status, ""),
                 "reason": st.reason,
                 "since": since(f"blocker:{b.id}"),
                 "rule": b.rule,
