@@ -87,7 +87,7 @@ def test_check_now_renders_the_truth(world):
     assert "TurboQuant" in page  # the real title beside the mislabel
     assert "## TL;DR" in page and "## Watch list" in page and "## When to revisit" in page
     assert "## What changed since the previous version" in page
-    assert "First check: 12 tracked items read; the page starts as blocked" in page
+    assert "First check: 13 tracked items read; the page starts as blocked" in page
     assert "first read" not in page
 
     # second cycle, nothing changed upstream: only conditional requests, all 304, no rate-limit spend

@@ -99,6 +99,9 @@ class Item:
     ref: str | None = None  # code: a branch, a tag or "latest-release"; None: the default branch
     present: tuple[str, ...] = ()  # code: regexes the fixed code contains
     absent: tuple[str, ...] = ()  # code: regexes the fixed code no longer contains
+    exclude: tuple[str, ...] = ()  # commits: regexes that drop a commit (subject, word-bounded)
+    core: tuple[str, ...] = ()  # commits: of `paths`, those whose commits headline first
+    supersede_from: tuple[str, ...] = ()  # pull: other repos whose merged PRs may supersede it
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -180,6 +183,50 @@ class Recipe:
     env: tuple[tuple[str, str], ...] = ()
     pass_env: tuple[str, ...] = ()  # names copied from watcher's environment (HF_TOKEN)
     notes: str = ""
+    source: Source | None = None  # where its engine builds come from (watcher bisect)
+
+
+@dataclass(frozen=True)
+class Source:
+    """[recipe.source]: an engine's published builds, for `watcher bisect`.
+
+    `image` + `tag` (a docker image and a tag template), or `requirement` (a pip requirement
+    template, checked against `index`). Templates take {version} (a tag without a leading v),
+    {tag}, {sha}, {sha8} and {date} (YYYYMMDD of the commit). `every` says which commits have a
+    build: each `release` tag, each `commit`, or the last commit of each UTC `day` (nightlies).
+    """
+
+    repo: str
+    every: str = "release"
+    image: str | None = None
+    tag: str | None = None
+    requirement: str | None = None
+    index: str | None = None
+
+    def build(self, values: dict[str, str]) -> str:
+        """The grid point's build: `image:tag` or the requirement, with the template filled in."""
+        if self.image:
+            return f"{self.image}:{fill_template(self.tag or '{tag}', values)}"
+        return fill_template(self.requirement or "", values)
+
+
+_TEMPLATE_KEYS = ("version", "tag", "sha", "sha8", "date")
+
+
+def fill_template(template: str, values: dict[str, str]) -> str:
+    out = template
+    for key in _TEMPLATE_KEYS:
+        out = out.replace("{" + key + "}", values.get(key, ""))
+    return out
+
+
+@dataclass(frozen=True)
+class BisectSettings:
+    """[bisect]: whether a regression (or a blocker going fix-merged) starts a bisect by itself."""
+
+    auto: bool = False  # off by default: each bisect spends up to ceil(log2 N) + 2 runs
+    repeat: int = 1  # runs per step (a performance check needs at least 3 for a verdict)
+    threshold: float = 0.1  # a performance step is slow below (1 - threshold) x the good median
 
 
 @dataclass(frozen=True)
@@ -256,6 +303,7 @@ class Config:
     smoke: Smoke = field(default_factory=Smoke)
     notify: Notify = field(default_factory=Notify)
     site: Site = field(default_factory=Site)
+    bisect: BisectSettings = field(default_factory=BisectSettings)
 
     @property
     def base_dir(self) -> Path:
@@ -459,6 +507,15 @@ def _item(r: _Reader) -> Item:
     present = r.regex_list("present")
     absent = r.regex_list("absent")
     branch = r.get("branch", str)
+    exclude = r.regex_list("exclude")
+    core = r.str_list("core")
+    supersede_from = r.str_list("supersede_from")
+    for other in supersede_from:
+        if not re.match(r"^[\w.-]+/[\w.-]+$", other):
+            r.fail("supersede_from", f"entries must be 'owner/name', got {other!r}")
+    for c in core:
+        if not any(c.strip("/") == p.strip("/") or c.startswith(p) for p in paths):
+            r.fail("core", f"{c!r} is not one of `paths` (or under one of them)")
     _check_kind_keys(r, kind, paths)
     if max_pages is not None and max_pages < 1:
         r.fail("max_pages", f"must be at least 1, got {max_pages}")
@@ -499,6 +556,9 @@ def _item(r: _Reader) -> Item:
         ref=ref,
         present=present,
         absent=absent,
+        exclude=exclude,
+        core=core,
+        supersede_from=supersede_from,
     )
     r.done()
     return item
@@ -516,6 +576,9 @@ _KIND_KEYS = {
     "ref": ("code",),
     "present": ("code",),
     "absent": ("code",),
+    "exclude": ("commits",),
+    "core": ("commits",),
+    "supersede_from": ("pull",),
 }
 
 
@@ -615,9 +678,70 @@ def _recipe(r: _Reader) -> Recipe:
         env=env,
         pass_env=pass_env,
         notes=r.get("notes", str, ""),
+        source=_source(r.sub("source"), engine),
     )
     r.done()
     return rec
+
+
+SOURCE_EVERY = ("release", "commit", "day")
+_ENGINE_REPOS = {"sglang": "sgl-project/sglang", "vllm": "vllm-project/vllm"}
+
+
+def _source(r: _Reader | None, engine: str) -> Source | None:
+    if r is None:
+        return None
+    repo = r.get("repo", str, _ENGINE_REPOS.get(engine))
+    if not repo or not re.match(r"^[\w.-]+/[\w.-]+$", repo):
+        r.fail("repo", "must name the engine's GitHub repository (owner/name)")
+    s = Source(
+        repo=repo,
+        every=r.choice("every", SOURCE_EVERY, "release"),
+        image=r.get("image", str),
+        tag=r.get("tag", str),
+        requirement=r.get("requirement", str),
+        index=r.get("index", str),
+    )
+    if bool(s.image) == bool(s.requirement):
+        r.fail("image", "give either 'image' (with 'tag') or 'requirement', not both or neither")
+    if s.tag and not s.image:
+        r.fail("tag", "goes with 'image'")
+    if s.index and not s.requirement:
+        r.fail("index", "goes with 'requirement'")
+    for key in ("tag", "requirement"):
+        text = getattr(s, key) or ""
+        unknown = set(re.findall(r"\{(\w+)\}", text)) - set(_TEMPLATE_KEYS)
+        if unknown:
+            r.fail(
+                key,
+                f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {', '.join(_TEMPLATE_KEYS)})",
+            )
+    if s.every != "release" and not re.search(
+        r"\{(sha|sha8)\}", (s.tag or "") + (s.requirement or "")
+    ):
+        r.fail(
+            "every",
+            f"'{s.every}' builds are named by commit: the template needs {{sha}} or {{sha8}}",
+        )
+    r.done()
+    return s
+
+
+def _bisect(r: _Reader | None) -> BisectSettings:
+    if r is None:
+        return BisectSettings()
+    d = BisectSettings()
+    b = BisectSettings(
+        auto=r.get("auto", bool, d.auto),
+        repeat=r.get("repeat", int, d.repeat),
+        threshold=r.get("threshold", float, d.threshold),
+    )
+    if b.repeat < 1:
+        r.fail("repeat", "must be at least 1")
+    if not 0 < b.threshold < 1:
+        r.fail("threshold", "must be between 0 and 1 (a fraction of the good build's speed)")
+    r.done()
+    return b
 
 
 def _page(r: _Reader) -> Page:
@@ -737,6 +861,7 @@ TOP_LEVEL = (
     "smoke",
     "notify",
     "site",
+    "bisect",
 )
 
 
@@ -768,6 +893,7 @@ def parse_config(text: str, path: Path) -> Config:
         smoke=_smoke(table("smoke")),
         notify=_notify(table("notify")),
         site=_site(table("site")),
+        bisect=_bisect(table("bisect")),
     )
     _check_references(cfg, path)
     _check_files(cfg, path)

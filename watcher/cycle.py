@@ -34,6 +34,7 @@ from watcher.render import (
     status_document,
 )
 from watcher.site import build_site, last_checked_at
+from watcher.states import evidence_key
 from watcher.store import Store, iso, utcnow
 
 if TYPE_CHECKING:  # httpx loads only when a cycle polls (not for `--offline` or `status`)
@@ -200,6 +201,8 @@ def apply_observations(
                 },
                 None,
             )
+            if prev is not None and evidence_key(prev) == evidence_key(row):
+                continue  # a title, a warning or a ref read at: stored, but no event (no x → x)
             message = item_event_message(cfg, item.id, prev, obs)
             snoozed = bool(item.snooze and item.snooze.until >= date.fromisoformat(at[:10]))
             old_state = (prev or {}).get("state")
@@ -237,6 +240,8 @@ def record_transitions(
     events = []
     for key, old, new in transitions(previous, current):
         kind, _, subject = key.partition(":")
+        if kind == "blocker" and ev.blockers[subject].stale:
+            continue  # can't check right now: no transition, no comment (a first sighting too)
         reason = current[key][1]
         title = subject
         message = (
@@ -543,13 +548,16 @@ def _smoke_hook(
     docs, smoke_events = run_triggers(
         cfg, store, ev, report.events, now, cycle_id=report.cycle_id, at=at, client=client
     )
-    if not docs:
-        return ev
-    report.smoke_runs.extend(docs)
-    report.events.extend(smoke_events)
-    with store.transaction():
-        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
-        report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    if docs:
+        report.smoke_runs.extend(docs)
+        report.events.extend(smoke_events)
+        with store.transaction():
+            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+            report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    # bisects: automatic starts ([bisect] auto), one step each, Actions steps collected
+    from watcher.bisect_auto import cycle_bisects
+
+    cycle_bisects(cfg, store, report.events, client)
     return ev
 
 

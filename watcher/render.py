@@ -52,6 +52,13 @@ PAGE_HEADLINES = {
 UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
 NOT_CHECKED_MARK = "❔"  # before the first good read: no blocker is known to be blocked
+STALE_MARK = "❔"  # its items cannot be read now: the last known status, never "❌ waiting"
+
+
+def blocker_mark(st: Any) -> str:
+    return STALE_MARK if getattr(st, "stale", None) else BLOCKER_MARKS.get(st.status, "")
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 ZWJ = "\u200d"
@@ -280,6 +287,7 @@ def status_document(
                 "title": b.title,
                 "status": st.status,
                 "reason": _plain(st.reason, 500),
+                "stale": st.stale,
                 "items": list(b.items),
                 "watch": list(b.watch),
                 "rule": b.rule,
@@ -477,7 +485,8 @@ def page_context(
                 "rule": b.rule,
                 "status": st.status,
                 "reason": st.reason,
-                "mark": BLOCKER_MARKS[st.status],
+                "mark": blocker_mark(st),
+                "stale": st.stale,
                 "override": st.override,
                 "items": [item_view(cfg, i, items.get(i)) for i in b.items],
                 "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
@@ -495,7 +504,7 @@ def page_context(
             None,
         )
         view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
-        view["words"] = prose.BLOCKER_WORDS.get(st.status, st.status)
+        view["words"] = prose.STALE_WORDS if st.stale else prose.BLOCKER_WORDS.get(st.status)
     # nothing read from GitHub and nothing tested: one "not checked yet" state
     never_read = (
         last_checked is None and not runs and not any(v.get("title") for v in _all_views(blockers))
@@ -544,7 +553,7 @@ def page_context(
                     {
                         "id": b,
                         "status": ev.blockers[b].status,
-                        "mark": BLOCKER_MARKS[ev.blockers[b].status],
+                        "mark": blocker_mark(ev.blockers[b]),
                     }
                     for b in r.blockers
                 ],
@@ -557,10 +566,12 @@ def page_context(
                         "title": cfg.blocker(b).title,
                         "words": "not checked yet"
                         if never_read
-                        else prose.BLOCKER_WORDS.get(ev.blockers[b].status),
-                        "mark": NOT_CHECKED_MARK
-                        if never_read
-                        else BLOCKER_MARKS[ev.blockers[b].status],
+                        else (
+                            prose.STALE_WORDS
+                            if ev.blockers[b].stale
+                            else prose.BLOCKER_WORDS.get(ev.blockers[b].status)
+                        ),
+                        "mark": NOT_CHECKED_MARK if never_read else blocker_mark(ev.blockers[b]),
                         "number": page.blockers.index(b) + 1 if b in page.blockers else None,
                     }
                     for b in r.blockers

@@ -45,9 +45,9 @@ from watcher.evaluate import Evaluation, evaluate, page_subjects
 from watcher.prose import unread_reason
 from watcher.redact import redact
 from watcher.render import (
-    BLOCKER_MARKS,
     KIND_WORDS,
     PAGE_HEADLINES,
+    blocker_mark,
     environment,
     page_sources,
     page_text,
@@ -561,8 +561,9 @@ def site_context(
                 "description": b.description,
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
-                "mark": "" if never_read else BLOCKER_MARKS.get(st.status, ""),
+                "mark": "" if never_read else blocker_mark(st),
                 "reason": st.reason,
+                "stale": st.stale,
                 "since": since(f"blocker:{b.id}"),
                 "rule": b.rule,
                 "signatures": list(b.signatures),
@@ -694,6 +695,9 @@ def render_site(
             item_events=item_events,
         )
     files["feed.xml"] = env.get_template("site/feed.xml.j2").render(**ctx)
+    from watcher.bisect_report import site_files
+
+    files.update(site_files(store, env, ctx, clean))  # a page per bisect run
     for page in ctx["pages"]:
         files[page["badge"]] = env.get_template("site/badge.svg.j2").render(
             badge=badge(page["title"], page["status"])
