@@ -4,7 +4,9 @@ The replay fake answers from tests/history (SGLang 2025-12-01 -> 2026-04-30, 4,8
 `watcher backtest` replays every SGLang commit and code item of the shipped watch.toml since
 2025-12-01, as of the end of each month, first with an empty ETag cache, then again through the
 store's cache. Prints requests, 304s and wall time of each run (medians of --repeat), and how
-much of it is the client's back-off before retrying a 503 (what the record cannot answer).
+much of it is the client's back-off before retrying a 503 (what the record cannot answer: since
+issue 23 such an answer says so in a header and is not retried, and answers are kept in memory
+for the run, as `watcher backtest` does).
 
     python bench/backtest.py [--repeat 3]
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.backtest import run_backtest  # noqa: E402
+from watcher.backtest import ANSWER_CACHE, run_backtest  # noqa: E402
 from watcher.config import load_config  # noqa: E402
 from watcher.fakes.replay import ReplayGitHub  # noqa: E402
 from watcher.github import GitHubClient  # noqa: E402
@@ -48,7 +50,9 @@ def one_round(gh: ReplayGitHub) -> list[dict]:
                 slept.append(seconds)
                 time.sleep(seconds)
 
-            with GitHubClient(gh.url, token="test-token", sleep=sleep) as client:
+            with GitHubClient(
+                gh.url, token="test-token", sleep=sleep, answer_cache=ANSWER_CACHE
+            ) as client:
                 doc = run_backtest(cfg, ids, SINCE, AS_OF, show_unmatched=True, client=client)
             runs.append(
                 {

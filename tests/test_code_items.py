@@ -433,6 +433,10 @@ def test_an_unreadable_tree_is_said_not_guessed(gh, tmp_path):
     )
     cfg_path = write_config(tmp_path, gh, body)
     assert item_doc(cycle(cfg_path, gh), "guard")["state"] == "present"
+    # a push that touches the watched file: the tip (and its tree) must be read again
+    gh.add_commit(
+        SGL, message="Marlin: touch", date="2026-01-11T00:00:00Z", contents={MARLIN: FIXED}
+    )
     gh.fail("GET", r"/git/trees/", status=503, times=-1, body={"message": "not recorded"})
     report = cycle(cfg_path, gh)
     commits = item_doc(report, "c")

@@ -77,7 +77,7 @@ def test_default_watch_list_is_valid():
     # both recipes are TP=1: one 3090 needs the OffloaderV1 fix
     assert "offloader-tied-weights" in eagle.blockers
     assert cfg.page("sglang").output == "docs/engines/SGLANG.md"
-    assert cfg.settings.interval == 1800
+    assert cfg.settings.interval == 300
 
 
 def test_partial_config_is_valid(tmp_path):

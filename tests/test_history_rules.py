@@ -291,11 +291,11 @@ def test_backtest_on_the_replay(tmp_path, replay):
     assert cost.endswith(" s") and " requests (0 answered 304" in cost
     spent = int(cost.split()[0])
     # Again, through the store's ETag cache: every read answered before is a 304 now; only the
-    # unknown one is asked again (a 503, which the client retries once).
+    # unknown one is asked again (a 503 the record can never hold: asked once, not retried).
     r = CliRunner().invoke(cli, [*args, "--json"], env=env)
     doc = json.loads(r.stdout)
     unknown = sum(d["state"] == "unknown" for i in doc["items"] for d in i["dates"])
     assert unknown == 1 and doc["requests"] == spent
-    assert doc["not_modified"] == spent - 2 * unknown
+    assert doc["not_modified"] == spent - unknown
     gdn = doc["items"][0]["dates"]
     assert gdn[0]["match_count"] < gdn[1]["match_count"]  # more by April than by March

@@ -242,7 +242,7 @@ def test_errors_never_change_state(gh, tmp_path, fault):
     cfg_path = tmp_path / "watch.toml"
     cfg_path.write_text(
         f'[watcher]\ngithub_api_url = "{gh.url}"\ntimeout = "{timeout}"\n'
-        'max_rate_limit_wait = "2s"\nconcurrency = 1\n'
+        'max_rate_limit_wait = "2s"\nconcurrency = 1\nfull_read_every = 1\n'  # read every cycle
         '[[item]]\nid = "rel"\nrepo = "o/healthy"\nkind = "releases"\n'
         f'[[item]]\nid = "pr"\nrepo = "{REPO}"\nkind = "pull"\nnumber = 1\n'
         '[[blocker]]\nid = "b"\ntitle = "B"\nitems = ["pr"]\n'

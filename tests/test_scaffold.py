@@ -70,7 +70,7 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
     assert watch["jobs"]["check"]["permissions"] == {"contents": "write"}
     assert watch["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     assert watch["concurrency"] == {"group": "watcher", "cancel-in-progress": False}
-    assert watch["on"]["schedule"] == [{"cron": "7,37 * * * *"}]  # interval = 30m
+    assert watch["on"]["schedule"] == [{"cron": "2,7,12,17,22,27,32,37,42,47,52,57 * * * *"}]  # 5m
     check = watch["jobs"]["check"]
     assert 10 <= check["timeout-minutes"] <= 60
     steps = check["steps"]
@@ -101,7 +101,7 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
 def test_init_github_never_overwrites(tmp_path):
     repo = git_repo(tmp_path / "guide")
     (repo / "watch.toml").write_text(
-        (ROOT / "watch.toml").read_text().replace('interval = "30m"', 'interval = "15m"', 1)
+        (ROOT / "watch.toml").read_text().replace('interval = "5m"', 'interval = "15m"', 1)
     )
     (repo / ".github/workflows").mkdir(parents=True)
     mine = repo / ".github/workflows/watch.yml"
@@ -126,7 +126,7 @@ def test_permissions_and_timeout_follow_the_config(tmp_path):
     text = text.replace(
         "[notify]\nenabled = false\n", '[notify]\nenabled = true\nrepo = "o/guide"\nissue = 1\n'
     )
-    text = text.replace('interval = "30m"', 'interval = "2h"', 1)
+    text = text.replace('interval = "5m"', 'interval = "2h"', 1)
     text = text.replace(
         '[smoke]\nbackend = "local"\n',
         '[smoke]\nbackend = "github-actions"\nrepo = "o/guide"\ndispatch_timeout = "3h"\n',

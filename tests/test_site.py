@@ -219,7 +219,7 @@ def test_freshness_turns_into_a_warning_when_checks_stop(tmp_path):
     warning = re.compile(
         r'<div class="alert" id="stale-warning" role="alert" data-volatile( hidden)?>'
     )
-    assert warning.search(fresh).group(1) is None  # 2 h 5 min > 3 × 30 min
+    assert warning.search(fresh).group(1) is None  # 2 h 5 min > 6 × 5 min
     assert "4 hours ago" in old
     (tmp_path / "fresh").mkdir()
     cfg2 = make_config(tmp_path / "fresh")
@@ -234,7 +234,7 @@ def test_freshness_turns_into_a_warning_when_checks_stop(tmp_path):
         store.close()
     assert "12 minutes ago" in recent
     assert warning.search(recent).group(1) == " hidden"
-    assert "more than 3 × the 30 min interval" in recent
+    assert "more than 6 × the 5 min interval" in recent
 
 
 def test_item_page_shows_state_history(hostile):

@@ -122,6 +122,8 @@ COMPARE = {
     "total_commits": Opt(int),
     "base_commit": Opt(COMMITS[0]),
     "commits": Opt(COMMITS),
+    "ahead_by": Opt(int),
+    "files": Opt([{"filename": str, "previous_filename": Opt(str)}]),  # watcher.heads
 }
 TAGS = [{"name": str, "commit": {"sha": str}}]
 # One commit (a page of its files: 300 a page, 3,000 at most): what follows a moved path.
@@ -131,6 +133,22 @@ COMMIT = {
     "files": Opt([{"filename": str, "status": Opt(str), "previous_filename": Opt(str)}]),
 }
 REPO = {"default_branch": str}
+# The events feed: only what names the item an event is about is read (watcher.events_feed).
+_NUMBERED = Opt({"number": Opt(int)})
+EVENTS = [
+    {
+        "id": str,
+        "type": Opt(str),
+        "payload": Opt(
+            {
+                "number": Opt(int),
+                "issue": _NUMBERED,
+                "pull_request": _NUMBERED,
+                "ref_type": Opt(str),
+            }
+        ),
+    }
+]
 WORKFLOW_RUNS = {"workflow_runs": Opt([{"id": int, "display_title": Opt(str), "name": Opt(str)}])}
 WORKFLOW_RUN = {"id": int, "status": Opt(str), "conclusion": Opt(str), "html_url": Opt(str)}
 ARTIFACTS = {"artifacts": Opt([{"name": Opt(str), "archive_download_url": str}])}
@@ -145,6 +163,7 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/pulls/\d+"), PULL),
     (re.compile(rf"{_REPO}/releases"), RELEASES),
     (re.compile(rf"{_REPO}/compare/.+"), COMPARE),
+    (re.compile(rf"{_REPO}/events"), EVENTS),
     (re.compile(rf"{_REPO}/commits"), COMMITS),
     (re.compile(rf"{_REPO}/tags"), TAGS),
     (re.compile(rf"{_REPO}/commits/[^/]+"), COMMIT),

@@ -6,7 +6,9 @@ that date (or the newest release published by then). Matching and reading are `p
 functions, so the backtest judges exactly like a cycle; `--show-unmatched` adds the commits in
 the watched paths that the rule ignored (recall, not just precision). Requests are conditional
 through the store's ETag cache and counted. What GitHub cannot answer for a date (in tests: what
-the recorded history does not hold) is reported as `unknown` with the reason, never guessed.
+the recorded history does not hold) is reported as `unknown` with the reason, never guessed,
+and not asked twice: such an answer is not retried. Requests share the process's per-minute
+budget (watcher.pacing) with everything else.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from watcher.store import Store
 
 KINDS = ("commits", "code")
 LINES_SHOWN = 3  # matching lines per code item and date in the text view (--json has all)
+# Answers kept in memory during one run: every read is pinned to a date or a commit, so a second
+# ask (another item at the same tip, the same file at another date) cannot differ. Bounded.
+ANSWER_CACHE = 2048
 
 
 def parse_date(text: str, end_of_day: bool = True) -> datetime:
@@ -191,6 +196,7 @@ def run_backtest(
             timeout=cfg.settings.timeout,
             max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
             user_agent=cfg.settings.user_agent,
+            answer_cache=ANSWER_CACHE,
         )
     client.etags.update(store.etags())
     began = time.monotonic()

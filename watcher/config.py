@@ -56,8 +56,8 @@ class Settings:
     github_api_url: str = DEFAULT_API_URL
     data_dir: str = "data"
     site_dir: str = "site"
-    interval: float = 1800.0
-    jitter: float = 120.0
+    interval: float = 60.0  # a quiet cycle of 304s costs no rate limit: minutes, not half-hours
+    jitter: float = 10.0
     misfire_grace: float = 600.0
     stale_after: float = 3.0  # multiples of interval before the site says checks stopped
     concurrency: int = 8
@@ -66,6 +66,9 @@ class Settings:
     max_rate_limit_wait: float = 120.0
     lock_timeout: float = 60.0
     user_agent: str = "watcher/0.1 (+https://github.com)"
+    # every issue, pull and release item gets its own conditional read at least this often (in
+    # cycles), whatever the events feed says (watcher.events_feed)
+    full_read_every: int = 10
 
 
 @dataclass(frozen=True)
@@ -469,7 +472,10 @@ def _settings(r: _Reader | None) -> Settings:
         max_rate_limit_wait=r.duration("max_rate_limit_wait", d.max_rate_limit_wait),
         lock_timeout=r.duration("lock_timeout", d.lock_timeout),
         user_agent=r.get("user_agent", str, d.user_agent),
+        full_read_every=r.get("full_read_every", int, d.full_read_every),
     )
+    if s.full_read_every < 1:
+        r.fail("full_read_every", "must be at least 1")
     if s.concurrency < 1:
         r.fail("concurrency", "must be at least 1")
     if s.interval <= 0:

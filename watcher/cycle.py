@@ -420,7 +420,10 @@ def _cycle(
             # past this deadline nothing more is asked: the items not yet read go stale
             client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
             try:
-                poller = Poller(client, cfg.settings.concurrency)
+                settings = cfg.settings
+                poller = Poller(
+                    client, settings.concurrency, settings.full_read_every, settings.interval
+                )
                 stage = "poll"
                 observations = poller.poll_all(list(cfg.items))
             finally:

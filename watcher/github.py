@@ -27,6 +27,8 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -38,6 +40,7 @@ from watcher import __version__
 from watcher.answers import BadAnswer, check, clean, spec_for
 from watcher.config import DEFAULT_API_URL
 from watcher.errors import GitHubError
+from watcher.pacing import WRITE_METHODS, Budget, shared_budget
 from watcher.store import iso, utcnow
 
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="([^"]+)"')
@@ -47,6 +50,10 @@ MAX_BODY_BYTES = 10 * 1024 * 1024  # GitHub's largest JSON answers are a few MB
 MAX_ERROR_BYTES = 64 * 1024  # of an error answer, only the message is wanted
 MAX_REDIRECTS = 5
 MAX_PAGES = 10
+MEMO = "memo:"  # etag-cache keys that hold what the poller remembers, not a URL's answer
+# A 5xx carrying this header says the answer can never be had (the replay of recorded history
+# lacks the object): asking again is pointless, so it is not retried.
+NEVER_HEADER = "x-watcher-never"
 
 
 def api_base_url(config_url: str | None = None) -> str:
@@ -76,6 +83,11 @@ def same_origin(url: str | httpx.URL, base: str) -> bool:
     prefix = httpx.URL(base).path.rstrip("/")
     path = httpx.URL(url).path
     return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+def _poll_interval(resp: Answer) -> int | None:
+    value = resp.headers.get("x-poll-interval", "").strip()
+    return int(value) if value.isdigit() else None
 
 
 def parse_link(header: str | None) -> dict[str, str]:
@@ -171,6 +183,9 @@ class Stats:
     rate_limit: int | None = None
     rate_remaining: int | None = None
     rate_reset: int | None = None
+    from_cache: int = 0  # answered from the cache without asking (nothing watched changed)
+    poll_interval: int | None = None  # the largest X-Poll-Interval GitHub sent
+    paced_s: float = 0.0  # waited for the per-minute budget (secondary limits)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -181,6 +196,9 @@ class Stats:
             "rate_limit": self.rate_limit,
             "rate_remaining": self.rate_remaining,
             "rate_reset": self.rate_reset,
+            "from_cache": self.from_cache,
+            "poll_interval": self.poll_interval,
+            "paced_s": round(self.paced_s, 3),
         }
 
 
@@ -192,6 +210,7 @@ class Page:
     url: str
     not_modified: bool
     links: dict[str, str]
+    poll_interval: int | None = None  # X-Poll-Interval, where GitHub sent one
 
 
 @dataclass
@@ -233,6 +252,8 @@ class GitHubClient:
         sleep=time.sleep,
         max_body_bytes: int = MAX_BODY_BYTES,
         cycle_deadline: float | None = None,
+        budget: Budget | None = None,
+        answer_cache: int = 0,
     ):
         self.base_url = api_base_url(base_url)
         self.shown_base_url = public_url(self.base_url)
@@ -246,6 +267,14 @@ class GitHubClient:
         self.max_body_bytes = max_body_bytes
         self.cycle_deadline = cycle_deadline
         self._sleep = sleep
+        self.budget = budget if budget is not None else shared_budget()
+        # answer_cache > 0: every answer (and every error that asking again cannot change) is
+        # kept in memory, at most that many, for a client whose world does not move (backtest)
+        self._answers: OrderedDict[str, Page | GitHubError] | None = (
+            OrderedDict() if answer_cache > 0 else None
+        )
+        self._answers_max = answer_cache
+        self._local = threading.local()  # per thread: answer from the cache without asking
         self._lock = threading.Lock()
         self._blocked_until = 0.0  # a rate limit seen by one thread pauses them all
         self._deadline = _Deadline()
@@ -326,8 +355,22 @@ class GitHubClient:
         url = self.url(path)
         if params:
             url = str(httpx.URL(url, params=params))
+        write = method.upper() in WRITE_METHODS
+        if write:
+            self._wait_if_blocked(public_url(url))
         for _ in range(MAX_REDIRECTS + 1):
+            waited = self.budget.take(method)
+            if waited:
+                with self.stats.lock:
+                    self.stats.paced_s += waited
             answer = self._once(method, url, headers, json_body, max_bytes)
+            if write:
+                # A write refused by a rate limit: later requests wait as told; the write itself
+                # is handed back, never repeated here (a duplicate comment is worse than a late one).
+                wait = self._rate_limit_wait(answer)
+                if wait is not None:
+                    self._block(wait)
+                return answer
             location = answer.headers.get("location")
             if not (follow and method == "GET" and answer.status in REDIRECTS and location):
                 return answer
@@ -429,7 +472,59 @@ class GitHubClient:
         if params:
             url = str(httpx.URL(url, params=params))
         shown = public_url(url)
-        cached = self.etags.get(url) or self.etag_updates.get(url)
+        if self._answers is not None:
+            with self._lock:
+                kept = self._answers.get(url)
+                if kept is not None:
+                    self._answers.move_to_end(url)
+            if isinstance(kept, GitHubError):
+                raise kept
+            if kept is not None:
+                with self.stats.lock:
+                    self.stats.from_cache += 1
+                return kept
+        try:
+            page = self._get(url, shown)
+        except GitHubError as e:
+            if self._answers is not None and (e.status == 404 or getattr(e, "never", False)):
+                self._keep(url, e)
+            raise
+        if self._answers is not None:
+            self._keep(url, page)
+        return page
+
+    def _keep(self, url: str, answer: Page | GitHubError) -> None:
+        with self._lock:
+            self._answers[url] = answer
+            while len(self._answers) > self._answers_max:
+                self._answers.popitem(last=False)
+
+    @contextmanager
+    def from_cache(self):
+        """Within this block (this thread only), a GET whose answer is cached is answered from
+        the cache without asking: the caller knows nothing it reads can have changed."""
+        before = getattr(self._local, "trust", False)
+        self._local.trust = True
+        try:
+            yield
+        finally:
+            self._local.trust = before
+
+    def cached(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The cached answer of a GET (its etag-cache entry), or None when none is kept."""
+        url = self.url(path)
+        if params:
+            url = str(httpx.URL(url, params=params))
+        entry = self.etag_updates.get(url) or self.etags.get(url)
+        return entry if entry and entry.get("body") is not None else None
+
+    def _get(self, url: str, shown: str) -> Page:
+        cached = self.etag_updates.get(url) or self.etags.get(url)
+        if getattr(self._local, "trust", False) and cached and cached.get("body") is not None:
+            with self.stats.lock:
+                self.stats.from_cache += 1
+            data = self._checked(url, cached["body"].encode("utf-8", "surrogatepass"))
+            return Page(data, shown, True, json.loads(cached.get("link") or "{}"))
         attempt = 0
         while True:
             self._wait_if_blocked(shown)
@@ -450,7 +545,8 @@ class GitHubClient:
                     with self.stats.lock:
                         self.stats.not_modified += 1
                     data = self._checked(url, cached["body"].encode("utf-8", "surrogatepass"))
-                    return Page(data, shown, True, json.loads(cached.get("link") or "{}"))
+                    links = json.loads(cached.get("link") or "{}")
+                    return Page(data, shown, True, links, _poll_interval(resp))
                 if resp.status == 200:
                     return self._accept(url, resp)
                 wait = self._rate_limit_wait(resp)
@@ -466,6 +562,10 @@ class GitHubClient:
                 if resp.status not in TRANSIENT:
                     raise self._error(resp, shown)
                 err = self._error(resp, shown)
+                if resp.headers.get(NEVER_HEADER):
+                    err.never = True  # asking again cannot help: not retried
+                    self._count_error()
+                    raise err
             if attempt >= self.retries or (
                 self.cycle_deadline is not None and time.monotonic() >= self.cycle_deadline
             ):
@@ -509,12 +609,50 @@ class GitHubClient:
             }
             with self._lock:
                 self.etag_updates[url] = entry
-        return Page(data, resp.url, False, links)
+        return Page(data, resp.url, False, links, _poll_interval(resp))
+
+    # -------------------------------------------------------------- what the poller remembers
+
+    def memo_get(self, key: str) -> Any:
+        """A value the poller remembered on an earlier cycle (None if none).
+
+        Kept in the etag cache under a `memo:` key, so it is saved in the same transaction as the
+        answers it was learnt from, and dropped with them by a fresh re-read (recheck).
+        """
+        entry = self.etag_updates.get(MEMO + key) or self.etags.get(MEMO + key)
+        if not entry or entry.get("body") is None:
+            return None
+        return json.loads(entry["body"])
+
+    def memo_put(self, key: str, value: Any) -> None:
+        entry = {
+            "etag": None,
+            "last_modified": None,
+            "body": None if value is None else json.dumps(value, sort_keys=True),
+            "link": None,
+            "fetched_at": iso(utcnow()),
+        }
+        with self._lock:
+            self.etag_updates[MEMO + key] = entry
+
+    def forget(self, url: str) -> None:
+        """Drop a URL's cached answer (its body could be large and it is never asked again)."""
+        with self._lock:
+            self.etag_updates[url] = {
+                "etag": None,
+                "last_modified": None,
+                "body": None,
+                "link": None,
+                "fetched_at": iso(utcnow()),
+            }
 
     def _count(self, resp: Answer) -> None:
         h = resp.headers
         with self.stats.lock:
             self.stats.requests += 1
+            poll = _poll_interval(resp)
+            if poll is not None:
+                self.stats.poll_interval = max(poll, self.stats.poll_interval or 0)
             for attr, name in (
                 ("rate_limit", "x-ratelimit-limit"),
                 ("rate_remaining", "x-ratelimit-remaining"),

@@ -29,6 +29,9 @@ from urllib.parse import quote
 from watcher import moves, relevance, trust
 from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
+from watcher.events_feed import KINDS as FEED_KINDS
+from watcher.events_feed import EventsFeed
+from watcher.heads import HeadRead, Heads
 
 if TYPE_CHECKING:  # `status` and `explain` evaluate items without loading httpx
     from watcher.github import GitHubClient
@@ -98,17 +101,28 @@ class Poller:
     """Polls items concurrently (bounded) through one shared GitHubClient.
 
     The tips (commit and tree) of the refs the items read their paths at are read once per
-    repository and ref per poller, before the items, and shared.
+    repository and ref per poller, before the items, and shared. An item whose sources did not
+    change (watcher.heads for code and commits, watcher.events_feed for issues, pulls and
+    releases) is answered from the cache without a request.
     """
 
-    def __init__(self, client: GitHubClient, concurrency: int = 8):
+    def __init__(
+        self,
+        client: GitHubClient,
+        concurrency: int = 8,
+        sweep_every: int = 10,
+        interval: float | None = None,
+    ):
         self.client = client
         self.concurrency = concurrency
+        self.heads = Heads(client, resolve_ref=resolve_ref, head_sha=head_sha, tip=Tip)
+        self.feed = EventsFeed(client, sweep_every, interval)
+        self._watched: dict[tuple[str, str | None], tuple[str, ...]] = {}
         self.tracked: frozenset[tuple[str, int]] = frozenset()  # (repo, number) of issues/pulls
         # PR (repo, number) -> the tracked item whose timeline links it ("owner/repo#N")
         self.linked: dict[tuple[str, int], str] = {}
         self._timelines: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        self._tips: dict[tuple[str, str | None], Tip | GitHubError] = {}
+        self._tips: dict[tuple[str, str | None], HeadRead | GitHubError] = {}
         self._tips_lock = threading.Lock()
         self.finished = 0  # items read (or failed) so far: what a Ctrl-C mid-poll drops
 
@@ -118,10 +132,16 @@ class Poller:
             {(i.repo, ref_spec(i)) for i in items if i.kind in ("commits", "code") and i.paths},
             key=str,
         )
+        for i in items:
+            if i.kind in ("commits", "code") and i.paths:
+                key = (i.repo, ref_spec(i))
+                self._watched[key] = tuple(sorted({*self._watched.get(key, ()), *i.paths}))
+        feeds = sorted({i.repo for i in items if i.kind in FEED_KINDS})
         pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="poll")
         interrupted = False
         try:
             list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
+            list(pool.map(self.feed.read, feeds))
             # issues and pulls first when there are streams: their timelines link PRs that
             # rank a stream's commits (else config order, as ever)
             streams = any(i.kind == "commits" for i in items)
@@ -172,7 +192,7 @@ class Poller:
             known = self._tips.get(key)
         if known is None:
             try:
-                known = read_tip(self.client, repo, resolve_ref(self.client, repo, spec))
+                known = self.heads.read(repo, spec, self._watched.get(key, ()))
             except GitHubError as e:
                 known = e
             with self._tips_lock:
@@ -181,10 +201,30 @@ class Poller:
             if raise_error:
                 raise known
             return None
-        return known
+        return known.tip
+
+    def _from_cache(self, item: Item) -> bool:
+        """Nothing this item reads can have changed since it was last read without error."""
+        if item.kind in FEED_KINDS:
+            return not self.feed.must_read(item)
+        if not item.paths or self.feed.due(item):
+            return False
+        with self._tips_lock:
+            head = self._tips.get((item.repo, ref_spec(item)))
+        return isinstance(head, HeadRead) and head.quiet and item.id in head.trusted
 
     def poll(self, item: Item) -> Observation:
         """Never raises for GitHub trouble: returns an Observation with `error` instead."""
+        if self._from_cache(item):
+            with self.client.from_cache():
+                obs = self._poll(item)
+        else:
+            obs = self._poll(item)
+        if obs.error is None and item.kind in ("commits", "code") and item.paths:
+            self.heads.trust(item.repo, ref_spec(item), {item.id})
+        return obs
+
+    def _poll(self, item: Item) -> Observation:
         try:
             reader = {
                 "pull": self._pull,
@@ -290,8 +330,19 @@ class Poller:
         """The oldest published release whose tag contains `sha`, by the compare API.
 
         Releases are ordered oldest to newest; containment is monotone along a release line, so
-        a binary search asks log2(n) compares. `behind` or `identical` means contained.
+        a binary search asks log2(n) compares. `behind` or `identical` means contained. Once
+        found, the answer never changes: it is remembered and not asked again.
         """
+        memo = f"contains {repo} {sha}"
+        known = self.client.memo_get(memo)
+        if known:
+            return known
+        found = self._first_release_containing(repo, sha)
+        if found:
+            self.client.memo_put(memo, found)
+        return found
+
+    def _first_release_containing(self, repo: str, sha: str) -> str | None:
         releases = [
             r
             for r in self.client.paginate(f"/repos/{repo}/releases", {"per_page": 100})

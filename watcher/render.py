@@ -179,7 +179,10 @@ def environment(cfg: Config | None = None) -> jinja2.Environment:
 
     Compiling the templates costs more than rendering them, so every cycle of `serve` and every
     render in a process shares one Environment per folder list; jinja2 checks each template's
-    mtime on every lookup, so an edited template is still picked up.
+    mtime on every lookup, so an edited template is still picked up. A fresh process (each
+    `check-now`, each Actions run) would compile them all again: the compiled code is kept in
+    the data folder (jinja2's FileSystemBytecodeCache), and a template whose source changed is
+    compiled anew (the cache checks each template's source hash).
     """
     search = []
     if cfg is not None and (cfg.base_dir / "templates").is_dir():
@@ -189,7 +192,38 @@ def environment(cfg: Config | None = None) -> jinja2.Environment:
     env = _ENVIRONMENTS.get(key)
     if env is None:
         env = _ENVIRONMENTS.setdefault(key, _new_environment(search))
+    if env.bytecode_cache is None and cfg is not None:
+        # the first data folder seen keeps the compiled code (it is the same for every config)
+        cache = template_cache_dir(cfg)
+        if cache is not None:
+            import jinja2
+
+            env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache))
     return env
+
+
+def template_cache_dir(cfg: Config) -> Path | None:
+    """data/cache/jinja2-<versions>: compiled templates of this watcher and jinja2 version and
+    these Environment options (their code differs when those do). None if it cannot be made."""
+    import jinja2
+
+    from watcher import __version__
+
+    tag = hashlib.sha256(repr((__version__, sorted(_ENV_OPTIONS.items()))).encode()).hexdigest()
+    path = cfg.data_dir / "cache" / f"jinja2-{jinja2.__version__}-{tag[:12]}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
+
+
+_ENV_OPTIONS = {
+    "keep_trailing_newline": True,
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "auto_reload": True,
+}
 
 
 def _new_environment(search: list[str]) -> jinja2.Environment:
@@ -199,10 +233,7 @@ def _new_environment(search: list[str]) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(search),
         autoescape=jinja2.select_autoescape(["html", "xml", "svg", "html.j2", "xml.j2", "svg.j2"]),
         undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        auto_reload=True,
+        **_ENV_OPTIONS,
     )
     env.filters.update(
         md=md_escape,
@@ -218,6 +249,15 @@ def _new_environment(search: list[str]) -> jinja2.Environment:
         sentence=lambda s: (s[:1].upper() + s[1:]) if s else "",
     )
     return env
+
+
+def every_text(seconds: float) -> str:
+    """How often upstream is checked, as the page and the site say it: "1 min", "30 min", "2 h"."""
+    if seconds < 90:
+        return f"{seconds:g} s" if seconds != 60 else "1 min"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:g} h"
 
 
 def umask() -> int:
@@ -612,6 +652,7 @@ def page_context(
         "gpu": gpu,
         "attempt": attempt,
         "last_read": prose.reader_when(last_checked) if last_checked else None,
+        "check_every": every_text(cfg.settings.interval),
         "attempt_failed_at": prose.reader_when(attempt["at"])
         if attempt and attempt.get("failed") and attempt.get("at")
         else None,

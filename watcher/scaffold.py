@@ -90,11 +90,16 @@ def cron_for(interval_s: float) -> tuple[str, str]:
     minutes = max(5, round(interval_s / 60))  # GitHub runs schedules at most every 5 minutes
     if minutes < 60 and 60 % minutes == 0:
         offset = 7 % minutes
-        return ",".join(str(m) for m in range(offset, 60, minutes)) + " * * * *", ""
+        note = " (GitHub runs a schedule at most every 5 min)" if interval_s < 300 else ""
+        return ",".join(str(m) for m in range(offset, 60, minutes)) + " * * * *", note
     hours = minutes / 60
     if hours == int(hours) and 24 % int(hours) == 0:
         return f"7 */{int(hours)} * * *" if hours > 1 else "7 * * * *", ""
     return "7,37 * * * *", f" (no cron step fits {minutes} min; this runs every 30 min)"
+
+
+def _interval_text(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds < 60 or seconds % 60 else f"{round(seconds / 60)}m"
 
 
 def _rel(cfg: Config, path: Path, root: Path) -> str:
@@ -145,7 +150,7 @@ def watch_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
     values = {
         "VERSION": __version__,
         "CONFIG": _rel(cfg, cfg.path, root),
-        "INTERVAL": f"{round(cfg.settings.interval / 60)}m" + cron_note,
+        "INTERVAL": _interval_text(cfg.settings.interval) + cron_note,
         "CRON": cron,
         "PERMISSION_NOTES": "".join(notes),
         "EXTRA_PERMISSIONS": "".join(p + "\n" for p in perms),

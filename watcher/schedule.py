@@ -234,6 +234,8 @@ class Service:
         except Exception:
             self.failures += 1
             log.exception("cycle failed with an unexpected error; serve keeps running")
+        if report is not None:
+            self.honour_poll_interval((report.stats or {}).get("poll_interval"))
         next_run = self._next_run()
         if report is not None:
             self._log_report(report, next_run)
@@ -241,6 +243,26 @@ class Service:
             self._beat(beat_at=iso(utcnow()), next_run_at=next_run, cycles=self.cycles)
         except WatcherError as e:
             log.error("could not store the heartbeat: %s", e)
+
+    def honour_poll_interval(self, seconds: float | None) -> None:
+        """GitHub's `X-Poll-Interval` (the events feed sends it) asks for more time than the
+        interval: the next cycle waits that long after this one, however short `interval` is."""
+        if not seconds or seconds <= self.cfg.settings.interval:
+            return
+        with self._scheduler_guard:
+            if self._shutting_down or self._scheduler is None:
+                return
+            job = self._scheduler.get_job("cycle")
+            if job is None or job.next_run_time is None:
+                return
+            when = datetime.now(UTC) + timedelta(seconds=seconds)
+            if when > job.next_run_time:
+                job.modify(next_run_time=when)
+                log.info(
+                    "GitHub asked to poll at most every %s; next cycle at %s",
+                    _human(seconds),
+                    iso(when),
+                )
 
     def _next_run(self) -> str | None:
         with self._scheduler_guard:

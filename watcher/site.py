@@ -252,6 +252,7 @@ def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[
         # never read is "not checked yet" (with its why), not "checks have stopped"
         "stale": False,
         "not_checked_yet": None,
+        "every_text": duration_text(cfg.settings.interval),
     }
     checked, generated = _when(last_checked), _when(generated_at)
     if checked and generated:

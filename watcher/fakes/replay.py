@@ -20,7 +20,7 @@ from datetime import datetime
 from urllib.parse import unquote
 
 from watcher.fakes.github import FakeGitHub, Unknown
-from watcher.fakes.github.http import HTTPError
+from watcher.fakes.github.http import NEVER_HEADERS, HTTPError
 from watcher.fakes.github.shapes_git import tree_entry, tree_json
 from watcher.fakes.github.util import Reply, iso, num
 from watcher.fakes.github.util import sha as util_sha
@@ -144,7 +144,9 @@ class ReplayGitHub(FakeGitHub):
             try:
                 early = self._replay_answer(path, query)
             except Unknown as e:
-                raise HTTPError(503, f"{e.args[0]} is not in the recorded history") from e
+                raise HTTPError(
+                    503, f"{e.args[0]} is not in the recorded history", NEVER_HEADERS
+                ) from e
             if early is not None:
                 return early
         return super()._route(method, path, query, headers, body, login, raw_query)

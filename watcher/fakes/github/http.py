@@ -35,6 +35,11 @@ class Recorded:
     body: bytes
 
 
+# Sent with a 503 the fake can never answer otherwise (a replay lacks the object), so a client
+# can tell it from a passing outage and not ask again (watcher.github.NEVER_HEADER).
+NEVER_HEADERS = {"X-Watcher-Never": "not in the recorded history"}
+
+
 class HTTPError(Exception):
     def __init__(self, status: int, message: str, headers: dict | None = None):
         super().__init__(message)

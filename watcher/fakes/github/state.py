@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from watcher.fakes.github import shapes, shapes_git, util
+from watcher.fakes.github import events, shapes, shapes_git, util
 from watcher.fakes.github.git import History, Unknown
 from watcher.fakes.github.util import color, iso, later, node, num, split_repo
 
@@ -53,6 +53,8 @@ class Repo:
         self.releases: list[dict] = []
         self.workflows: dict[str, dict] = {}
         self.permissions: dict[str, str] = {}
+        self.events: list[dict] = []  # the events feed, oldest first (watcher.fakes.github.events)
+        self.stars = 0
 
 
 class GitHubState:
@@ -71,6 +73,7 @@ class GitHubState:
         self._artifacts: dict[int, dict] = {}
         self._next_artifact_id = 2_400_000_001
         self._event_seq = 0
+        self.events_poll_interval = events.POLL_INTERVAL
 
     # ---------------------------------------------------------------- lookups
 
@@ -156,6 +159,7 @@ class GitHubState:
                 rec["updated_at"] = max(s for s in stamps if s)
             r.issues[number] = rec
             r.timelines.setdefault(number, [])
+            events.issue_event(self, rec, "opened", rec["created_at"])
             return shapes.pull_json(self, rec) if is_pull else shapes.issue_json(self, rec)
 
     def update(self, repo: str, number: int, **fields: object) -> None:
@@ -189,6 +193,10 @@ class GitHubState:
             if rec["state"] == "open" and was_closed and "state_reason" not in fields:
                 rec["state_reason"] = "reopened"
             rec["updated_at"] = stamp
+            closed = rec["state"] == "closed"
+            action = "closed" if closed and not was_closed else "edited"
+            action = "reopened" if was_closed and not closed else action
+            events.issue_event(self, rec, action, stamp)
 
     # ---------------------------------------------------------------- timeline
 
@@ -277,7 +285,9 @@ class GitHubState:
             rec = {"sha": ident, "message": message, "date": date, "files": files, "author": author}
             if renamed:
                 rec["renamed"] = dict(renamed)
+            before = r.git.head()
             r.git.add(rec, contents)
+            events.push_event(self, r, before["sha"] if before else None, rec)
             return shapes_git.commit_json(self, r, rec, detail=True)
 
     def add_tag(self, repo: str, name: str, sha: str | None = None) -> None:
@@ -290,6 +300,7 @@ class GitHubState:
             if target is None:
                 raise ValueError(f"no commit {sha} in {repo}")
             r.git.tags[name] = target
+            events.tag_event(self, r, name)
 
     def set_default_branch(self, repo: str, name: str) -> None:
         """Name the default branch (new commits go there); created at the current head if new."""
@@ -308,6 +319,11 @@ class GitHubState:
             if target is None:
                 raise ValueError(f"no commit {sha} in {repo}")
             r.git.branches[name] = target
+
+    def churn(self, repo: str, *, pushes: int = 1, stars: int = 1) -> list[str]:
+        """The moving-repository mode, one step: new stars and pushes to a file nobody watches
+        (what real GitHub does between two quiet cycles). Returns the pushed shas."""
+        return events.churn(self, repo, pushes=pushes, stars=stars)
 
     def set_permission(self, repo: str, login: str, perm: str) -> None:
         """A user's role on repo: admin, maintain, write, triage, read or none (default: read)."""
@@ -361,6 +377,7 @@ class GitHubState:
                 "seq": len(r.releases),
             }
             r.releases = [x for x in r.releases if x["tag"] != tag] + [rec]
+            events.release_event(self, r, rec)
             return shapes_git.release_json(self, r, rec)
 
     # ---------------------------------------------------------------- comments
@@ -381,6 +398,7 @@ class GitHubState:
                 prior = [c["created_at"] for c in self._issue_comments(issue)]
                 created_at = later(max(prior, default=issue["created_at"]), 60)
             rec = self._new_comment(issue, body, user, iso(created_at))
+            events.comment_event(self, rec)
             return shapes.comment_json(self, rec)
 
     def _new_comment(self, issue: dict, body: str, user: str, stamp: str) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from watcher.fakes.github.git import Unknown
-from watcher.fakes.github.http import Ctx, HTTPError, Reply
+from watcher.fakes.github.http import NEVER_HEADERS, Ctx, HTTPError, Reply
 from watcher.fakes.github.shapes import repo_json
 from watcher.fakes.github.shapes_git import (
     branch_json,
@@ -43,7 +43,9 @@ def get_branch(gh: FakeGitHub, ctx: Ctx) -> Reply:
 
 def _unknown(e: Unknown) -> HTTPError:
     return HTTPError(
-        503, f"{e.args[0] if e.args else 'this object'} is not in the recorded history"
+        503,
+        f"{e.args[0] if e.args else 'this object'} is not in the recorded history",
+        NEVER_HEADERS,
     )
 
 
