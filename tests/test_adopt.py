@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.fakes.scenarios import real_threads  # the seed of the real upstream threads
+from watcher.fakes.scenarios import load, real_threads  # the seed of the real upstream threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,11 @@ def run(argv, cwd: Path, env: dict, timeout: int = 300) -> subprocess.CompletedP
 @pytest.mark.slow
 def test_the_five_minute_path(tmp_path, fake_github):
     steps = readme_path()
-    assert steps[0].startswith('pip install "watcher @ git+https://github.com/')
+    from watcher.scaffold import install_problem, pinned_install
+
+    # the line a guide really runs: the pinned default, in a form pip resolves to one version
+    assert steps[0] == f'pip install "{pinned_install()}"'
+    assert install_problem(pinned_install()) is None
     assert [s for s in steps if s.startswith("watcher ")] == [
         "watcher init --github .",
         "watcher doctor",
@@ -60,7 +64,7 @@ def test_the_five_minute_path(tmp_path, fake_github):
         cwd=tmp_path,
         env=dict(os.environ),
     )
-    (wheel,) = dist.glob("watcher-*.whl")
+    (wheel,) = dist.glob("upstream_blocker_watcher-*.whl")
 
     # a fresh venv with only the wheel; dependencies visible through a .pth (see the docstring)
     env_dir = tmp_path / "venv"
@@ -79,6 +83,7 @@ def test_the_five_minute_path(tmp_path, fake_github):
     guide.mkdir()
     run(["git", "init", "-q", "-b", "main"], guide, dict(os.environ))
     real_threads(fake_github)
+    load(fake_github, "sglang_code")  # every repository the default list reads exists
     env = {
         k: v
         for k, v in os.environ.items()

@@ -128,7 +128,7 @@ def test_code_item_states_and_a_free_second_cycle(gh, tmp_path, contents, state)
     assert_quiet_second_cycle(cfg_path, gh, "guard", state)
 
 
-def test_code_item_follows_the_fix_and_the_page_shows_the_line(gh, tmp_path):
+def test_code_item_follows_the_fix_and_the_site_shows_the_line(gh, tmp_path):
     gh.add_commit(SGL, message="init", date="2026-02-01T00:00:00Z", contents={MARLIN: UNFIXED})
     page = (
         '[[blocker]]\nid = "marlin"\ntitle = "Marlin pad on SGLang"\nitems = ["guard"]\n'
@@ -139,7 +139,10 @@ def test_code_item_follows_the_fix_and_the_page_shows_the_line(gh, tmp_path):
     assert item_doc(first, "guard")["state"] == "absent"
     text = (tmp_path / "P.md").read_text()
     assert "the fix is not in SGLang's code at main" in text
-    assert f"still there at [{MARLIN.replace('_', chr(92) + '_')}:3](" in text
+    # the matched line and its regex are the maintainer's: the site, not the reader's page
+    assert "still there at" not in text and "raise ValueError" not in text
+    site = (tmp_path / "site" / "item" / "guard.html").read_text()
+    assert f"{MARLIN}#L3" in site
     fix = gh.add_commit(SGL, message="pad", date="2026-02-03T00:00:00Z", contents={MARLIN: FIXED})
     second = cycle(cfg_path, gh)
     assert item_doc(second, "guard")["state"] == "present"
@@ -203,7 +206,7 @@ def test_dead_path_warns_everywhere(gh, tmp_path):
     assert item_doc(cycle(cfg_path, gh), "marlin")["warnings"] == []
     ok = cli(["validate", "--config", str(cfg_path), "--online"], tmp_path, gh)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "2 watched path(s) checked, all exist" in ok.stdout
+    assert "1 item(s) checked, all exist" in ok.stdout
 
     moved = gh.add_commit(
         repo,
@@ -220,8 +223,9 @@ def test_dead_path_warns_everywhere(gh, tmp_path):
     assert doc["warnings"] == [warning] and doc["state"] == "matched"  # the old match still stands
     status = json.loads((tmp_path / "site" / "status.json").read_text())
     assert next(i for i in status["items"] if i["id"] == "marlin")["warnings"] == [warning]
-    page = (tmp_path / "P.md").read_text()
-    assert "⚠️ Marlin fixes: `sgl-kernel/csrc/gemm/marlin/` no longer exists at main" in page
+    page = (tmp_path / "P.md").read_text()  # readers get one plain line; the detail is elsewhere
+    assert "no longer exists" not in page
+    assert "⚠️ One of the checks behind this page needs attention; last fully checked" in page
     assert "no longer exists at main" in (tmp_path / "site" / "index.html").read_text()
     assert "no longer exists at main" in (tmp_path / "site" / "item" / "marlin.html").read_text()
     # a warning is shown everywhere, but it is not a change of state or evidence: no event
@@ -236,8 +240,19 @@ def test_dead_path_warns_everywhere(gh, tmp_path):
 
     dead = cli(["validate", "--config", str(cfg_path), "--online"], tmp_path, gh)
     assert dead.returncode == 1
-    assert f"marlin: {warning}" in dead.stdout
-    assert "2 watched path(s) checked, 1 problem(s)" in dead.stdout
+    assert f"[[item]] marlin: {warning}" in dead.stdout
+    assert "1 item(s) checked, 1 problem(s)" in dead.stdout
+
+    # gone on purpose (kept for the commits made there before the move): declared, it warns
+    # nobody and validates clean
+    cfg_path.write_text(
+        cfg_path.read_text().replace(
+            f'paths = ["{old}", "{MARLIN}"]', f'paths = ["{MARLIN}"]\nretired_paths = ["{old}"]'
+        )
+    )
+    assert item_doc(cycle(cfg_path, gh), "marlin")["warnings"] == []
+    ok = cli(["validate", "--config", str(cfg_path), "--online"], tmp_path, gh)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "Traceback" not in dead.stderr
 
 
@@ -250,7 +265,39 @@ def test_validate_online_names_an_unreadable_repo(gh, tmp_path):
     gh.fail("GET", r"/repos/o/empty$", status=404, times=-1)
     r = cli(["validate", "--config", str(cfg_path), "--online"], tmp_path, gh)
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert "c: could not read o/empty at the default branch: HTTP 404" in r.stdout
+    assert "[[item]] c: o/empty not found (GitHub answered 404): check `repo`" in r.stdout
+
+
+def test_validate_online_checks_every_item_and_names_a_typo(gh, tmp_path):
+    """The shipped default list validates clean against the real threads; a typo'd PR number,
+    repository or ref fails by item and key, and a first cycle calls it a configuration error."""
+    from watcher.fakes.scenarios import load, real_threads
+
+    real_threads(gh)
+    load(gh, "sglang_code")
+    text = (ROOT / "watch.toml").read_text()
+    (tmp_path / "watch.toml").write_text(text)
+    ok = cli(["validate", "--config", "watch.toml", "--online"], tmp_path, gh)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "13 item(s) checked, all exist" in ok.stdout
+
+    typo = text.replace("number = 40124", "number = 40125", 1)
+    typo = typo.replace('repo = "MoonshotAI/FlashKDA"', 'repo = "MoonshotAI/FlashKD"', 1)
+    assert typo.count("40125") == 1 and 'FlashKD"' in typo
+    (tmp_path / "watch.toml").write_text(typo)
+    bad = cli(["validate", "--config", "watch.toml", "--online"], tmp_path, gh)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert (
+        "watch.toml: [[item]] vllm-40124: vllm-project/vllm has no issue #40125"
+        " (GitHub answered 404): check `repo` and `number`" in bad.stdout
+    )
+    assert "[[item]] flashkda-ampere: MoonshotAI/FlashKD not found" in bad.stdout
+    assert "2 problem(s)" in bad.stdout
+
+    first = cli(["check-now", "--config", "watch.toml", "--no-smoke"], tmp_path, gh)
+    assert first.returncode == 2, first.stdout + first.stderr
+    assert "[[item]] vllm-40124: vllm-project/vllm has no issue #40125" in first.stderr
+    assert "[[item]] flashkda-ampere" in first.stderr and "never read" in first.stderr
 
 
 # ------------------------------------------------------------------ truncation
@@ -367,7 +414,9 @@ def test_hint_fixed_elsewhere_never_clears_but_is_shown(gh, tmp_path):
     page = (tmp_path / "P.md").read_text()
     assert page.startswith("# P — blocked")
     # the page keeps "#45295" from becoming an issue link with a zero-width joiner after "#"
-    assert f"Marlin pad fix in vLLM: {sentence}" in page.replace("\u200d", "")
+    assert f"Marlin pad fix in vLLM](https://github.com/{vllm}/pull/45295) — {sentence}" in (
+        page.replace("\u200d", "")
+    )
     assert sentence in (tmp_path / "site" / "index.html").read_text()
     explained = cli(["explain", "marlin", "--config", str(cfg_path)], tmp_path, gh)
     assert f"vllm-fix: {sentence}" in explained.stdout

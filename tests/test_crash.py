@@ -40,9 +40,10 @@ def check_consistent(folder: Path) -> None:
         subjects = Counter(
             r[0] for r in conn.execute("SELECT subject FROM events WHERE kind = 'item'")
         )
-        assert all(n == 1 for n in subjects.values()), (
-            subjects
-        )  # upstream never changed: one event each
+        # upstream changed once, with SGLang's loader fix (the items its scenario changes): one
+        # event each otherwise, at most two for those, never a duplicate from a killed cycle
+        fixed = {"sglang-autoround-mapping", "sglang-offloader-tied-weights"}
+        assert all(n in ((1, 2) if s in fixed else (1,)) for s, n in subjects.items()), subjects
         firsts = Counter(
             r[0]
             for r in conn.execute("SELECT subject FROM events WHERE kind != 'item' AND old IS NULL")
@@ -75,10 +76,14 @@ def test_sigkill_at_random_moments(tmp_path):
     with FakeGitHub(latency=0.01) as gh:
         real_threads(gh)
         load(gh, "sglang_code")
-        load(gh, "sglang_loader_fix")  # SGLang's own fix: the page can move to ready-to-test
         gh.add_issue(*TRACKING, title="SGLang on 3090s: status")
         env["GITHUB_API_URL"] = gh.url
         cmd = [sys.executable, "-m", "watcher", "check-now", "--no-smoke"]
+        # a first cycle reads the page as blocked (a cycle that reads nothing records no status:
+        # "not checked yet"); then SGLang's own fix lands, and the first cycle that completes
+        # during the trials moves the page to ready-to-test: one comment, exactly once
+        subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120)
+        load(gh, "sglang_loader_fix")
         # how long one warm cycle takes here (most trials are warm: 304s), to spread the kills
         # over it; timing the cold first cycle instead overstates the span on a loaded machine,
         # and then too many trials finish before their kill
@@ -89,11 +94,6 @@ def test_sigkill_at_random_moments(tmp_path):
         t0 = time.monotonic()
         subprocess.run(cmd, cwd=probe, env=env, capture_output=True, check=True, timeout=120)
         span = time.monotonic() - t0
-        # a first cycle that cannot read GitHub leaves the page blocked; the first cycle that
-        # completes during the trials then moves it to ready-to-test: one comment, exactly once
-        gh.fail("GET", r"^/repos/", status=500, times=-1)
-        subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, check=True, timeout=120)
-        gh.clear_faults()
         for _ in range(TRIALS):
             proc = subprocess.Popen(
                 cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -164,9 +164,11 @@ def test_watch_workflow_matches_the_config_and_never_overlaps():
     assert cron.split()[1:] == ["*", "*", "*", "*"] and gaps == {cfg.settings.interval / 60}
 
     assert doc["concurrency"]["group"] and doc["concurrency"]["cancel-in-progress"] is False
-    assert doc["permissions"] == {"contents": "write", "pages": "write", "id-token": "write"}
+    assert doc["permissions"] == {}
 
     check, deploy = doc["jobs"]["check"], doc["jobs"]["deploy"]
+    assert check["permissions"] == {"contents": "write"}
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
     # the token only where watcher polls, never to the install step (issue 21)
     (poll,) = [s for s in check["steps"] if "GITHUB_TOKEN" in (s.get("env") or {})]
     assert poll["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"

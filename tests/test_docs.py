@@ -15,7 +15,7 @@ import yaml
 from test_adopt import readme_path
 
 from watcher.cli import cli
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -88,6 +88,7 @@ def test_the_readme_commands_run(tmp_path, fake_github):
     """`watcher check-now` of "Set up and run": from a clone (its watch.toml), against the fake
     GitHub seeded like the real threads; it writes the page and status.json, as the README says."""
     real_threads(fake_github)
+    load(fake_github, "sglang_code")  # every repository the default list reads exists
     shutil.copy(ROOT / "watch.toml", tmp_path / "watch.toml")
     exe = Path(sys.executable).parent / "watcher"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}

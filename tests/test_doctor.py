@@ -267,3 +267,36 @@ def test_the_workflow_must_grant_what_the_config_uses(tmp_path, fake_github):
     assert "fix: add `issues: write` under `permissions:`" in line
     (workflows / "watch.yml").write_text(watch_workflow(load_config(path), tmp_path))
     assert "issues: write" in lines(doctor(path))["workflow permissions"]
+
+
+def test_install_source_must_name_one_resolvable_version(tmp_path):
+    from watcher.doctor import check_install
+    from watcher.scaffold import install_problem, pinned_install
+
+    assert install_problem(pinned_install()) is None
+    assert install_problem("upstream-blocker-watcher==0.1.0") is None
+    assert install_problem("x @ git+https://github.com/o/r@0123abcd") is None
+    assert "branch" in install_problem("x @ git+https://github.com/o/r@main")
+    assert "no @tag" in install_problem("x @ git+https://github.com/o/r")
+    assert "not pinned" in install_problem("watcher")
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "watch.yml").write_text(f'run: python -m pip install "{pinned_install()}"\n')
+    assert check_install(folder).ok
+    (folder / "smoke.yml").write_text('run: python -m pip install "watcher"\n')
+    bad = check_install(folder)
+    assert not bad.ok and "different watchers" in bad.detail
+    (folder / "smoke.yml").unlink()
+    (folder / "watch.yml").write_text('run: pip install "x @ git+https://github.com/o/r@main"\n')
+    bad = check_install(folder)
+    assert not bad.ok and "branch" in bad.detail and "--install" in bad.fix
+
+
+def test_init_refuses_an_unpinned_install(tmp_path):
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+
+    r = CliRunner().invoke(cli, ["init", "--github", "--install", "watcher", str(tmp_path)])
+    assert r.exit_code == 2 and "not pinned" in r.output
+    assert not (tmp_path / ".github").exists()

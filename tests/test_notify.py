@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -448,7 +449,8 @@ def test_body_is_capped_evidence_cut_last(gh, cfg):
 
 def test_dry_run_prints_and_writes_nothing(gh, cfg):
     runner = CliRunner()
-    run_cycle(cfg, offline=True, no_smoke=True)  # statuses in the store, no comment yet
+    # statuses in the store (a cycle that reads nothing records none: it polls), no comment yet
+    run_cycle(cfg, now=T0 - timedelta(hours=1), no_smoke=True, notify_kw={"api": _Unreachable()})
     result = runner.invoke(cli, ["comment", "--config", str(cfg.path), "--dry-run", "--show-body"])
     assert result.exit_code == 0, result.output
     assert "dry run (--dry-run): nothing is written" in result.output
@@ -456,7 +458,8 @@ def test_dry_run_prints_and_writes_nothing(gh, cfg):
     assert status_marker("eng") in result.output  # the body, shown
     assert writes(gh) == []
     store = Store(cfg.db_path)
-    assert store.stickies() == [] and store.outbox() == []
+    # nothing posted: at most the sticky's row the unreachable first attempt left, no comment id
+    assert [s["comment_id"] for s in store.stickies()] in ([], [None]) and store.outbox() == []
     store.close()
 
     runner.invoke(cli, ["comment", "--config", str(cfg.path)])

@@ -101,7 +101,7 @@ def test_wheel_ships_templates_and_default_config(tmp_path):
         pytest.skip("hatchling is not installed (pip install -e '.[test]' brings it)")
     # with hatchling there (or under CI), a failed build is a broken package, never a skip
     assert r.returncode == 0, r.stderr[-2000:]
-    wheel = next(tmp_path.glob("watcher-*.whl"))
+    wheel = next(tmp_path.glob("upstream_blocker_watcher-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "watcher/templates/sglang.md.j2" in names
     assert "watcher/default_watch.toml" in names

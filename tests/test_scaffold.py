@@ -64,8 +64,11 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
     assert (repo / ".gitignore").read_text().splitlines()[1:] == ["data/", "site/"]
 
     watch = load(repo / ".github/workflows/watch.yml")
-    # Only the permissions the default config needs: no comments, no dispatch.
-    assert watch["permissions"] == {"contents": "write", "pages": "write", "id-token": "write"}
+    # Only the permissions the default config needs: no comments, no dispatch; the polling job
+    # never holds the Pages deploy's permissions, which its own job gets.
+    assert watch["permissions"] == {}
+    assert watch["jobs"]["check"]["permissions"] == {"contents": "write"}
+    assert watch["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     assert watch["concurrency"] == {"group": "watcher", "cancel-in-progress": False}
     assert watch["on"]["schedule"] == [{"cron": "2,7,12,17,22,27,32,37,42,47,52,57 * * * *"}]  # 5m
     check = watch["jobs"]["check"]
@@ -74,7 +77,10 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
     setup = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python@"))
     assert "cache" not in setup.get("with", {})  # no requirements file to key a pip cache on
     install = next(s["run"] for s in steps if s.get("name") == "Install watcher")
-    assert f"git+https://github.com/club-3090/watcher@v{__version__}" in install
+    assert (
+        f"upstream-blocker-watcher @ git+https://github.com/club-3090/watcher@v{__version__}"
+        in install
+    )
     assert "pip install ." not in install
     runs = "\n".join(s.get("run", "") for s in steps)
     assert "watcher db-changed --every 6h" in runs and "deploy/" not in runs
@@ -129,13 +135,13 @@ def test_permissions_and_timeout_follow_the_config(tmp_path):
     (tmp_path / "watch.toml").write_text(text)
     cfg = load_config(tmp_path / "watch.toml")
     doc = yaml.safe_load(watch_workflow(cfg, tmp_path))
-    assert doc["permissions"] == {
+    assert doc["permissions"] == {}
+    assert doc["jobs"]["check"]["permissions"] == {
         "contents": "write",
-        "pages": "write",
-        "id-token": "write",
         "issues": "write",
         "actions": "write",
     }
+    assert doc["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     assert doc[True]["schedule"] == [{"cron": "7 */2 * * *"}]
     # the job waits for the GPU run: a cycle plus dispatch_timeout, under GitHub's 6-hour cap
     assert 180 < doc["jobs"]["check"]["timeout-minutes"] <= 360

@@ -146,7 +146,9 @@ def test_the_token_is_given_only_to_the_step_that_polls(tmp_path):
 )
 def test_each_permission_follows_its_own_setting(tmp_path, notify, gha, extra):
     doc = yaml.safe_load(watch_workflow(config(tmp_path, notify=notify, gha=gha), tmp_path))
-    assert set(doc["permissions"]) == {"contents", "pages", "id-token"} | extra
+    assert doc["permissions"] == {}  # each job names its own (the Pages deploy job apart)
+    assert set(doc["jobs"]["check"]["permissions"]) == {"contents"} | extra
+    assert set(doc["jobs"]["deploy"]["permissions"]) == {"pages", "id-token"}
 
 
 def test_a_database_path_with_a_space_is_refused_by_name(tmp_path):

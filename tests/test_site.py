@@ -272,7 +272,7 @@ def test_markdown_rendering_keeps_tables_and_code_and_drops_html():
         "```text\na < b </script>\n```\n"
     )
     out = str(markdown_to_html(src, {"OTHER.md": "other.html"}))
-    assert "<table>" in out and "<td>x | y</td>" in out
+    assert '<table class="stack">' in out and '<td data-label="a">x | y</td>' in out
     assert "<ul>\n<li>one</li>" in out
     assert "&lt;div onclick=x&gt;raw&lt;/div&gt;" in out and "Generated" not in out
     assert 'href="javascript' not in out and '<span class="inert-link">bad</span>' in out
@@ -445,7 +445,8 @@ def test_before_the_first_read_the_badge_says_unknown(tmp_path):
     badge = (cfg.site_dir / "badge" / "sglang.svg").read_text()
     assert ">unknown<" in badge and ">blocked<" not in badge
     index = (cfg.site_dir / "index.html").read_text()
-    assert "Nothing has been read from GitHub yet." in index
+    assert "Not checked yet: No check has read GitHub yet." in index
+    assert "Checks have stopped" not in index and "❌" not in index
     doc = json.loads((cfg.site_dir / "status.json").read_text())
     assert doc["runs"]["last_successful_read"] is None and doc["runs"]["stale_at"] is None
 

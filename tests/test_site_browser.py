@@ -147,7 +147,7 @@ def test_document_and_item_pages_in_chromium(built_site, tmp_path):
             page.wait_for_load_state("load")
             assert page.url.endswith("/page/sglang.html")
             assert page.locator("article.doc h1").inner_text().startswith("SGLang")
-            assert page.locator("article.doc table").count() >= 3
+            assert page.locator("article.doc table").count() >= 2  # Pros, Cons
             assert page.locator("#stale-warning").is_visible()  # two days without a check
             page.screenshot(path=str(ARTIFACTS / "site-document-dark-phone.png"))
             page.goto((cfg.site_dir / "item" / "vllm-40361.html").as_uri())
@@ -204,3 +204,68 @@ def test_matrix_page_in_chromium_desktop_and_phone(built_site, tmp_path):
             assert outside == [], f"requests left file://: {outside}"
             assert errors == [], f"console errors: {errors}"
             assert dialogs == []
+
+
+# Words (runs of letters and digits) the browser split across two lines, inside `root`; code
+# blocks scroll on their own and are left out. A word wider than the whole line by itself may
+# still break (a long path), so only words narrower than their block count.
+SPLIT_WORDS = """(root) => {
+  const out = [];
+  const walker = document.createTreeWalker(document.querySelector(root), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement.closest('pre')) continue;
+    const box = node.parentElement.closest('td, th, p, li, h1, h2, h3, dd, blockquote');
+    const width = box ? box.getBoundingClientRect().width : window.innerWidth;
+    for (const m of node.textContent.matchAll(/[\\p{L}\\p{N}]+/gu)) {
+      const r = document.createRange();
+      r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      const rects = [...r.getClientRects()].filter(x => x.width > 0);
+      const tops = new Set(rects.map(x => Math.round(x.top)));
+      const wide = rects.reduce((a, x) => a + x.width, 0);
+      if (tops.size > 1 && wide < width) out.push(m[0]);
+    }
+  }
+  return out;
+}"""
+
+
+def test_the_page_and_an_item_page_fit_a_phone(built_site, tmp_path):
+    """At 390 px the rendered SGLANG.md and an item page scroll only down, and no word is
+    broken in the middle; screenshots of the page at 1280 and 390 px go to test-artifacts/."""
+    sync_playwright = _playwright()
+    cfg, checked = built_site
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        for width in (1280, 390):
+            ctx, page, outside, errors = _open(
+                p, tmp_path, "light", {"width": width, "height": 844}, checked
+            )
+            try:
+                for path, root in (
+                    (cfg.site_dir / "page" / "sglang.html", "article.doc"),
+                    (cfg.site_dir / "item" / "sglang-autoround-mapping.html", "main"),
+                ):
+                    page.goto(path.as_uri())
+                    page.wait_for_load_state("load")
+                    overflow = page.evaluate(
+                        "document.documentElement.scrollWidth - window.innerWidth"
+                    )
+                    assert overflow <= 0, f"{overflow}px of horizontal scroll in {path.name}"
+                    split = page.evaluate(SPLIT_WORDS, root)
+                    assert split == [], f"words broken mid-word in {path.name} at {width}: {split}"
+                    if path.parent.name == "page":
+                        page.screenshot(
+                            path=str(ARTIFACTS / f"page-sglang-{width}.png"), full_page=True
+                        )
+                        if width == 390:  # every table of the page is a stack of cards
+                            tables = page.locator("article.doc table")
+                            assert tables.count() >= 2
+                            assert tables.evaluate_all(
+                                "ts => ts.every(t => t.classList.contains('stack'))"
+                            )
+            finally:
+                ctx.close()
+            assert outside == [], f"requests left file://: {outside}"
+            assert errors == [], f"console errors: {errors}"

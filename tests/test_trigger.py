@@ -459,6 +459,8 @@ def test_check_now_runs_the_recipe_when_the_page_becomes_ready(tmp_path, fake_gi
     fake_github.add_pull("up/eng", 1, title="Fix the loader", state="open")
     fake_github.add_issue("up/eng", 2, title="Context")
     fake_github.add_issue("up/other", 3, title="Other")
+    fake_github.add_commit("sgl-project/sglang", message="init", date="2026-01-01T00:00:00Z")
+    fake_github.add_release("sgl-project/sglang", "v0.5.6", published_at="2026-01-01T00:00:00Z")
     cfg = make_cfg(tmp_path, command=engine_command("--ready-delay", "0.3"))
 
     def cycle(**kw):
@@ -530,7 +532,8 @@ def test_sglang_page_shows_the_classified_failure_in_reader_words(tmp_path):
     # excerpt stay on the site and in `watcher explain`.
     assert "hf_abc" not in text and "RuntimeError" not in text and "crash-1" not in text
     assert "still fails on an RTX 3090" in text
-    assert "failed at startup: Marlin int4 kernel rejects a weight shard" in text
+    assert "still fails on an RTX 3090 (tested" in text and "Marlin int4 kernel rejects" in text
+    assert "failed at startup: see blocker 1" in text  # the failure is described once
 
 
 def test_sglang_page_shows_the_validated_recipe_with_its_numbers(tmp_path):
@@ -565,6 +568,8 @@ def test_check_now_cli_prints_the_run_it_made(tmp_path, fake_github, monkeypatch
     fake_github.add_pull("up/eng", 1, title="Fix the loader", merged=True)
     fake_github.add_issue("up/eng", 2, title="Context")
     fake_github.add_issue("up/other", 3, title="Other")
+    fake_github.add_commit("sgl-project/sglang", message="init", date="2026-01-01T00:00:00Z")
+    fake_github.add_release("sgl-project/sglang", "v0.5.6", published_at="2026-01-01T00:00:00Z")
     cfg = make_cfg(tmp_path, command=engine_command("--ready-delay", "0.3"))
     result = CliRunner().invoke(cli, ["check-now", "--config", str(cfg.path)])
     assert result.exit_code == 0, result.output

@@ -22,6 +22,7 @@ from watcher import poll
 from watcher.config import LATEST_RELEASE, Config, Item
 from watcher.errors import ConfigError, GitHubError
 from watcher.github import GitHubClient
+from watcher.progress import Progress
 from watcher.store import Store
 
 KINDS = ("commits", "code")
@@ -76,17 +77,23 @@ class Backtest:
         self._branches: dict[str, str] = {}
         self._releases: dict[str, list[dict[str, Any]]] = {}
 
-    def run(self, items: list[Item], dates: list[datetime]) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": item.id,
-                "kind": item.kind,
-                "repo": item.repo,
-                "label": item.label,
-                "dates": [self.one(item, d) for d in dates],
-            }
-            for item in items
-        ]
+    def run(
+        self, items: list[Item], dates: list[datetime], progress: Progress | None = None
+    ) -> list[dict[str, Any]]:
+        out = []
+        total, done = len(items) * len(dates), 0
+        for item in items:
+            row = {"id": item.id, "kind": item.kind, "repo": item.repo, "label": item.label}
+            row["dates"] = []
+            for d in dates:
+                if progress is not None:
+                    progress.update(f"{done} of {total} replays ({item.id} as of {_iso(d)[:10]})")
+                row["dates"].append(self.one(item, d))
+                done += 1
+            out.append(row)
+        if progress is not None:
+            progress.done()
+        return out
 
     def one(self, item: Item, as_of: datetime) -> dict[str, Any]:
         out: dict[str, Any] = {"as_of": _iso(as_of)}
@@ -194,7 +201,7 @@ def run_backtest(
     client.etags.update(store.etags())
     began = time.monotonic()
     try:
-        results = Backtest(client, start, show_unmatched).run(items, dates)
+        results = Backtest(client, start, show_unmatched).run(items, dates, Progress("backtest"))
     finally:
         store.put_etags(client.etag_updates)
         store.close()

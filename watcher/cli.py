@@ -19,7 +19,7 @@ import click
 
 from watcher import __version__
 from watcher.config import Config, default_config_text, load_config
-from watcher.errors import WatcherError
+from watcher.errors import ConfigError, WatcherError
 
 log = logging.getLogger("watcher")
 CONFIG_HELP = "Path to watch.toml (paths inside it are relative to its folder)."
@@ -182,20 +182,36 @@ def cli(ctx: click.Context, verbose: int) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Only print [[recipe]] tables proposed for every compose file under FOLDER.",
 )
+@click.option(
+    "--adopt",
+    "adopt",
+    metavar="PAGE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Take over a hand-kept page (its prose kept as fragments; the diff is shown).",
+)
 def init(
-    directory: Path, github: bool, smoke: bool, install: str | None, scan: Path | None
+    directory: Path,
+    github: bool,
+    smoke: bool,
+    install: str | None,
+    scan: Path | None,
+    adopt: Path | None,
 ) -> None:
     """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
 
     Never overwrites an existing file: existing files are left as they are and named. Without
     --github an existing watch.toml is an error; with --github (DIRECTORY is the guide's
     repository) the workflows are derived from the watch.toml found or written there.
+    A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
+    hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
 
     With --scan-composes FOLDER nothing is written: recipes proposed for every compose file
     under FOLDER (engine guessed from the image, notes on what could not be told) are printed,
     their paths relative to DIRECTORY, for you to read and append to watch.toml.
 
     Example: watcher init --github ~/src/my-guide
+
+    Example: watcher init --github --adopt docs/engines/SGLANG.md ~/src/my-guide
 
     Example: watcher init --scan-composes models/ >> watch.toml
     """
@@ -210,9 +226,15 @@ def init(
         return
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")
+    if install:
+        from watcher.scaffold import install_problem
+
+        problem = install_problem(install)
+        if problem:
+            raise click.BadParameter(f"{install!r}: {problem}", param_hint="--install")
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "watch.toml"
-    if target.exists() and not github:
+    if target.exists() and not github and not adopt:
         raise WatcherError(f"{target} already exists; not overwriting it")
     if target.exists():
         click.echo(f"kept {target} (exists)", err=True)
@@ -229,6 +251,8 @@ def init(
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(src.read_bytes())
                 click.echo(str(dest))
+    if adopt:
+        _adopt(target, adopt if adopt.is_absolute() or adopt.exists() else directory / adopt)
     if github:
         from watcher.scaffold import write_github
 
@@ -237,6 +261,8 @@ def init(
             click.echo(str(path))
         for path in done.kept:
             click.echo(f"kept {path} (exists; not overwriting it)", err=True)
+        for path, lines in done.merged.items():
+            click.echo(f"added {', '.join(lines)} to {path} (its other lines kept)", err=True)
         click.echo(
             "Next: watcher doctor && watcher check-now (with GITHUB_TOKEN set), commit these "
             "files, then Settings → Pages → Source: GitHub Actions and Actions → watch → Run "
@@ -253,18 +279,41 @@ def init(
     )
 
 
+def _adopt(config: Path, page: Path) -> None:
+    from watcher.adopt import adopt_page
+
+    done = adopt_page(_config(str(config)), page)
+    if done.diff:
+        click.echo(done.diff)
+    for path in done.fragments:
+        click.echo(f"kept the hand-written prose in {path}", err=True)
+    for path in done.kept:
+        click.echo(
+            f"saved {path} (not shown: watcher generates this section; move what you need into"
+            " a fragment)",
+            err=True,
+        )
+    click.echo(
+        f"took over {done.path}: {done.added} lines added, {done.removed} removed (diff above);"
+        " from now on each cycle regenerates it",
+        err=True,
+    )
+
+
 @cli.command()
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
 @click.option(
     "--online",
     is_flag=True,
-    help="Also read GitHub: does every watched path still exist at the tip of its ref?",
+    help="Also read GitHub: does every item exist (issue, PR, repository, ref, watched paths)?",
 )
 def validate(config_path: str, online: bool) -> None:
-    """Check watch.toml without polling anything (with --online: its watched paths on GitHub).
+    """Check watch.toml without polling anything (with --online: every item on GitHub).
 
     Exits 2 with the file, table and key named when something is wrong; with --online, exits 1
-    when a watched path no longer exists (a rule gone blind) or a repository cannot be read.
+    when an item does not exist on GitHub (a typo'd repository, number or ref), a watched path no
+    longer exists (a rule gone blind; declare paths gone on purpose in `retired_paths`), or a
+    repository cannot be read.
 
     Example: watcher validate --config watch.toml --online
     """
@@ -294,9 +343,9 @@ def validate(config_path: str, online: bool) -> None:
         problems, checked = check_paths(client, list(cfg.items))
         requests = client.stats.requests
     for item_id, sentence in problems:
-        click.echo(f"{item_id}: {sentence}")
+        click.echo(f"{cfg.path}: [[item]] {item_id}: {sentence}")
     verdict = f"{len(problems)} problem(s)" if problems else "all exist"
-    click.echo(f"online: {checked} watched path(s) checked, {verdict} ({requests} requests)")
+    click.echo(f"online: {checked} item(s) checked, {verdict} ({requests} requests)")
     if problems:
         sys.exit(1)
 
@@ -359,9 +408,22 @@ def check_now(
         raise WatcherError(report.token_rejected)
     if as_json or dry_run:
         return
+    refused = []
     for page_id, p in report.pages.items():
+        if p.get("refused"):
+            refused.append(p["refused"])
+            click.echo(f"error: {page_id}: {p['refused']}", err=True)
+            continue
         verb = "wrote" if p["written"] else "unchanged"
-        click.echo(f"{page_id}: {p['status']} — {verb} {p['path']}")
+        shown = next(
+            (
+                "not checked yet"
+                for d in (report.status or {}).get("pages", [])
+                if d.get("id") == page_id and d.get("not_checked_yet")
+            ),
+            p["status"],
+        )
+        click.echo(f"{page_id}: {shown} — {verb} {p['path']}")
     if report.site_error:
         click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     for run in report.smoke_runs:
@@ -371,6 +433,26 @@ def check_now(
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
     if report.token_rejected:
         raise WatcherError(report.token_rejected)
+    _first_read_not_found(cfg, report)
+    if refused:
+        raise WatcherError(f"{len(refused)} page(s) not written: not watcher's files (see above)")
+
+
+def _first_read_not_found(cfg, report) -> None:
+    """A 404 on an item never read before is a typo in watch.toml, not an outage: exit 2."""
+    from watcher.poll import not_found_problem
+
+    never = {v["id"] for v in (report.status or {}).get("items", []) if not v.get("title")}
+    bad = [
+        f"{cfg.path}: [[item]] {item_id}: {not_found_problem(cfg.item(item_id))}"
+        for item_id, err in sorted(report.item_errors.items())
+        if item_id in never and str(err).startswith("HTTP 404")
+    ]
+    if bad:
+        raise ConfigError(
+            "\n".join(bad) + "\n(never read: GitHub has no such thing; fix the key, then"
+            " `watcher validate --online`)"
+        )
 
 
 def _interrupted(kept: str | None) -> None:
@@ -796,7 +878,10 @@ def bisect(
 @cli.command()
 @click.argument("item_ids", nargs=-1, metavar="[ITEM]...")
 @click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
-@click.option("--since", required=True, help="Read commit streams from this date (2026-01-01).")
+@click.option(
+    "--since",
+    help="Read commit streams from this date (2026-01-01); required unless --replay.",
+)
 @click.option(
     "--as-of",
     "as_of",
@@ -805,13 +890,20 @@ def bisect(
 )
 @click.option("--show-unmatched", is_flag=True, help="Also list the commits the rules ignored.")
 @click.option("--json", "as_json", is_flag=True, help="Print the replay as JSON.")
+@click.option(
+    "--replay",
+    metavar="FOLDER",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Offline: replay over recorded history (tests/history), not GitHub.",
+)
 def backtest(
     item_ids: tuple[str, ...],
     config_path: str,
-    since: str,
+    since: str | None,
     as_of: tuple[str, ...],
     show_unmatched: bool,
     as_json: bool,
+    replay: Path | None,
 ) -> None:
     """Replay commit and code items over history before trusting them.
 
@@ -820,12 +912,25 @@ def backtest(
     branch tip or newest release. Uses the same reads and matching as a cycle, conditional
     requests through the store's cache, and says how many requests it spent.
 
+    With --replay FOLDER it needs no network: the recorded history (this repository ships
+    tests/history) is served by a local replay of GitHub, and without --since/--as-of every
+    month's end of the record is judged. Progress goes to stderr.
+
     Example: watcher backtest sglang-gdn --since 2026-01-01 --as-of 2026-03-01 --as-of 2026-04-30
+
+    Example: watcher backtest --replay tests/history
     """
     from watcher.backtest import format_report, run_backtest
 
     cfg = _config(config_path)
-    doc = run_backtest(cfg, item_ids, since, as_of, show_unmatched)
+    if replay is not None:
+        from watcher.demo import replay_backtest
+
+        doc = replay_backtest(cfg, replay, item_ids, since, as_of, show_unmatched)
+    elif not since:
+        raise click.UsageError("--since is required (or --replay FOLDER for recorded history)")
+    else:
+        doc = run_backtest(cfg, item_ids, since, as_of, show_unmatched)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     else:
@@ -840,8 +945,8 @@ def demo(directory: Path) -> None:
     """Run the whole loop offline in a fresh DIRECTORY, then say where to look.
 
     Starts the project's own fake GitHub (seeded like the real upstream threads) and fake engine,
-    runs two cycles with an upstream change between them, a smoke run (off-target: a fake engine
-    validates nothing) and builds the site. Nothing leaves 127.0.0.1.
+    runs three cycles (before and after an upstream change, then after a smoke run, which is
+    off-target: a fake engine validates nothing) and builds the site. Nothing leaves 127.0.0.1.
 
     Example: watcher demo /tmp/watcher-demo
     """

@@ -94,6 +94,9 @@ class Item:
     label: str = ""
     number: int | None = None
     paths: tuple[str, ...] = ()
+    # commits: paths gone at the ref on purpose (kept so older commits still match); also in
+    # `paths`, but their absence is declared, so it warns nobody and `validate --online` passes
+    retired_paths: tuple[str, ...] = ()
     pattern: str | None = None
     branch: str | None = None
     since: str | None = None
@@ -515,6 +518,8 @@ def _item(r: _Reader) -> Item:
         except re.error as e:
             r.fail("pattern", f"is not a valid regular expression: {e}")
     paths = r.str_list("paths")
+    retired = r.str_list("retired_paths")
+    paths += tuple(p for p in retired if p not in paths)
     terms = r.regex_list("terms")
     match = r.choice("match", MATCH_SCOPES, "subject")
     max_pages = r.get("max_pages", int)
@@ -559,6 +564,7 @@ def _item(r: _Reader) -> Item:
         label=r.get("label", str, ""),
         number=number,
         paths=paths,
+        retired_paths=retired,
         pattern=pattern,
         branch=branch,
         since=r.get("since", str),
@@ -586,6 +592,7 @@ _KIND_KEYS = {
     "max_pages": ("commits",),
     "branch": ("commits",),
     "paths": ("commits", "code"),
+    "retired_paths": ("commits",),
     "ref": ("code",),
     "present": ("code",),
     "absent": ("code",),

@@ -28,6 +28,7 @@ from watcher.poll import Observation, Poller
 from watcher.render import (
     atomic_write,
     digest,
+    foreign_page,
     page_sources,
     page_text,
     status_document,
@@ -230,6 +231,10 @@ def record_transitions(
     `snoozed`: every change that caused them came from snoozed items, so the events are marked
     and neither smoke triggers nor comments act on them.
     """
+    if not store.count_smoke_runs() and not any(
+        r.get("checked_at") for r in store.items().values()
+    ):
+        return []  # nothing read or tested yet: no status is known, so none is recorded
     previous = store.statuses()
     current = ev.statuses()
     events = []
@@ -306,11 +311,13 @@ def render_pages(
             store.add_page_version(page.id, at, lo, hi, d)
         path = cfg.resolve(page.output)
         written = False
-        if write:
+        refused = foreign_page(path) if write else None
+        if write and not refused:
             written = atomic_write(path, text)
         out[page.id] = {
             "path": str(path),
             "written": written,
+            "refused": refused,
             "text": text,
             "status": ev.pages[page.id].status,
         }

@@ -1,8 +1,8 @@
 """`watcher demo`: the whole loop, offline, in a fresh folder, in under a minute.
 
 It starts the project's own fake GitHub (seeded like the real threads) and the fake engine, runs
-two cycles with an upstream change between them, a smoke run, builds the site and shows the
-comment it would post. Nothing leaves 127.0.0.1. The smoke run never reads this host's GPUs: a
+three cycles (the world before, after an upstream change, after a smoke run), builds the site and
+shows the comment it would post. Nothing leaves 127.0.0.1. The smoke run never reads this host's GPUs: a
 fake engine must never validate anything, so its run is recorded as off-target.
 """
 
@@ -200,3 +200,53 @@ def run_demo(folder: Path, say: Callable[[str], None]) -> dict[str, Path]:
 
 def _page_status(report) -> str:
     return ", ".join(f"{p} {v['status']}" for p, v in report.pages.items())
+
+
+def replay_backtest(
+    cfg,
+    folder: Path,
+    ids: tuple[str, ...] = (),
+    since: str | None = None,
+    as_of: tuple[str, ...] = (),
+    show_unmatched: bool = False,
+) -> dict:
+    """`watcher backtest --replay tests/history`: the watch list's rules over recorded history,
+    offline. The record is served by the project's replaying fake GitHub on 127.0.0.1, the
+    ETag cache lives in a throwaway folder (the real store is never touched), and without
+    --since/--as-of the replay spans the record (from when every repository in it is recorded),
+    judged at each month's end and at the cut."""
+    import dataclasses
+    import tempfile
+    from datetime import timedelta
+
+    from watcher.backtest import run_backtest
+    from watcher.fakes.history import History
+    from watcher.fakes.replay import ReplayGitHub
+
+    if not Path(folder).is_dir():
+        raise WatcherError(f"{folder}: no such folder of recorded history")
+    history = History.load(folder)
+    if not history.repos:
+        raise WatcherError(f"{folder}: no recorded repositories in it (<owner>__<name>.json.gz)")
+    first = max(r.since for r in history.repos.values())  # every repository is recorded since
+    cut = max(r.until for r in history.repos.values())
+    since = since or first.strftime("%Y-%m-%d")
+    if not as_of:
+        dates, day = [], first.replace(day=1)
+        while True:
+            nxt = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+            end = nxt - timedelta(days=1)
+            if end.date() >= cut.date():
+                break
+            if end.strftime("%Y-%m-%d") >= since:
+                dates.append(end.strftime("%Y-%m-%d"))
+            day = nxt
+        as_of = (*dates, cut.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    with tempfile.TemporaryDirectory(prefix="watcher-replay-") as tmp:
+        settings = dataclasses.replace(cfg.settings, data_dir=tmp)
+        throwaway = dataclasses.replace(cfg, settings=settings)
+        with ReplayGitHub(history=history) as gh, _env(GITHUB_API_URL=gh.url):
+            with GitHubClient(gh.url, token=DEMO_TOKEN, timeout=30) as client:
+                doc = run_backtest(throwaway, ids, since, as_of, show_unmatched, client=client)
+    doc["replay"] = {"folder": str(folder), "recorded_until": cut.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return doc

@@ -76,6 +76,7 @@ def run_doctor(config_path: Path, *, gpu: bool = False) -> list[Check]:
     workflow = cfg.base_dir / ".github" / "workflows" / "watch.yml"
     if workflow.is_file():
         checks.append(check_workflow_permissions(cfg, workflow))
+        checks.append(check_install(workflow.parent))
     if gpu:
         checks += gpu_checks(cfg)
     return checks
@@ -232,6 +233,37 @@ def check_workflow_permissions(cfg: Config, workflow: Path) -> Check:
         + ", ".join(f"`{scope}: write`" for scope, _ in missing)
         + " under `permissions:` in that workflow",
     )
+
+
+_PIP_LINE = re.compile(r"""pip install\s+(?:-\S+\s+)*["']([^"'\n]+)["']""")
+
+
+def check_install(folder: Path) -> Check:
+    """The workflows install one watcher, named in a form pip can resolve to one version (set
+    by `watcher init --github --install`); a guide points it at where watcher is published."""
+    from watcher.scaffold import install_problem
+
+    found: dict[str, list[str]] = {}
+    for name in ("watch.yml", "smoke.yml"):
+        path = folder / name
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for spec in _PIP_LINE.findall(text):
+                found.setdefault(spec.strip(), []).append(name)
+    fix = (
+        'rerun `watcher init --github --install "NAME @ git+https://host/owner/repo@vX.Y.Z"`'
+        " in a fresh checkout, or edit the pip line of both workflows to the same pinned form"
+    )
+    if not found:
+        return _fail("install source", f'no `pip install "..."` line in {folder}', fix)
+    if len(found) > 1:
+        shown = "; ".join(f"{', '.join(w)}: {s}" for s, w in sorted(found.items()))
+        return _fail("install source", f"the workflows install different watchers ({shown})", fix)
+    (spec,) = found
+    problem = install_problem(spec)
+    if problem:
+        return _fail("install source", f"{spec!r}: {problem}", fix)
+    return _ok("install source", f"{spec} (make sure it is where watcher is really published)")
 
 
 # ---------------------------------------------------------------- folders

@@ -562,10 +562,15 @@ def dead_paths(client: GitHubClient, tip: Tip, paths: tuple[str, ...]) -> list[d
     ]
 
 
+def live_paths(item: Item) -> tuple[str, ...]:
+    """The watched paths expected to exist (those in `retired_paths` are gone on purpose)."""
+    return tuple(p for p in item.paths if p not in item.retired_paths)
+
+
 def path_warnings(client: GitHubClient, item: Item, tip: Tip) -> dict[str, Any]:
     """details["dead_paths"], details["moves"] and their sentences for an item's watched
     paths at a tip: a dead path is looked up (renamed or removed) before it is warned about."""
-    dead = dead_paths(client, tip, item.paths)
+    dead = dead_paths(client, tip, live_paths(item))
     found, warnings = [], []
     for d in dead:
         move = moves.follow(client, item.repo, d["path"], tip.ref, tip.paths)
@@ -783,24 +788,30 @@ def ref_spec(item: Item) -> str | None:
 
 
 def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str, str]], int]:
-    """`watcher validate --online`: every watched path of commit and code items at its ref's tip.
+    """`watcher validate --online`: every item, read once the way a first cycle would.
 
-    Returns ([(item id, sentence)] for dead paths, moves (with the `paths` edit that follows
-    them) and unreadable refs, paths checked)."""
+    An issue or pull request must exist (a typo'd number is a 404); a repository must exist and
+    its ref (branch, tag, latest release) resolve; every watched path must exist at that tip,
+    except the ones an item declares gone (`retired_paths`); a moved path comes with the `paths`
+    edit that follows it. Returns ([(item id, sentence)], items checked)."""
     poller = Poller(client)
     problems: list[tuple[str, str]] = []
     checked = 0
     for item in items:
-        if item.kind not in ("commits", "code") or not item.paths:
-            continue
+        checked += 1
         try:
+            if item.kind in ("issue", "pull"):
+                kind = "pulls" if item.kind == "pull" else "issues"
+                client.get_json(f"/repos/{item.repo}/{kind}/{item.number}")
+                continue
+            if item.kind == "releases":
+                client.get_json(f"/repos/{item.repo}")
+                continue
             tip = poller.tip(item.repo, ref_spec(item))
             found = path_warnings(client, item, tip)
         except GitHubError as e:
-            where = ref_spec(item) or "the default branch"
-            problems.append((item.id, f"could not read {item.repo} at {where}: {e}"))
+            problems.append((item.id, online_problem(item, e)))
             continue
-        checked += len(item.paths)
         problems += [(item.id, w) for w in found["warnings"]]
         edit = moves.suggested_paths(
             item.paths, [moves.Move(**{**m, "maybe": tuple(m["maybe"])}) for m in found["moves"]]
@@ -808,3 +819,25 @@ def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str
         if edit:
             problems.append((item.id, "suggested edit: paths = " + json.dumps(edit)))
     return problems, checked
+
+
+def online_problem(item: Item, e: GitHubError) -> str:
+    """Why an item cannot be read, naming the key to fix when GitHub says it does not exist."""
+    if e.status != 404:
+        return f"could not read {item.repo}: {e}"
+    return not_found_problem(item)
+
+
+def not_found_problem(item: Item) -> str:
+    """A 404 for an item, as a configuration error: which keys of its [[item]] to check."""
+    if item.kind in ("issue", "pull"):
+        word = "pull request" if item.kind == "pull" else "issue"
+        return (
+            f"{item.repo} has no {word} #{item.number} (GitHub answered 404): check `repo` and"
+            " `number`"
+        )
+    where = ref_spec(item)
+    if where:
+        key = "ref" if item.kind == "code" else "branch"
+        return f"{item.repo} at {where} not found (GitHub answered 404): check `repo` and `{key}`"
+    return f"{item.repo} not found (GitHub answered 404): check `repo`"

@@ -311,6 +311,7 @@ def wait_ready(
     watch: LogPump | None = None,
     fatal_grace: float = 30.0,
     owner: Callable[[], bool | None] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> Wait:
     """Poll `url` until it answers 200, the process dies, or the deadline passes.
 
@@ -344,6 +345,8 @@ def wait_ready(
                 pass
             if proc.poll() is not None:
                 return Wait("died", time.monotonic() - started, proc.returncode)
+            if progress is not None:  # a long startup is never silent (watcher.progress)
+                progress()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return Wait("timeout", time.monotonic() - started)

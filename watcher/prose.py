@@ -166,9 +166,9 @@ def blocker_sentence(cfg: Config, b: dict[str, Any], run: dict[str, Any] | None,
         )
     items = b["items"]
     fixed = [i for i in items if i.get("satisfied")]
-    if status in ("fix-merged", "verified"):
-        which = "; ".join(i["summary"] for i in fixed) or "upstream"
-        return f"a fix has landed ({which}); not yet tested on {gpu}"
+    if status in ("fix-merged", "verified"):  # which fix: the watch list says, once
+        where = " and ".join(dict.fromkeys(project_name(i["repo"]) for i in fixed)) or "upstream"
+        return f"a fix has landed in {where}; not yet tested on {gpu}"
     waiting = [i for i in items if not i.get("satisfied")]
     names = []
     for i in waiting:
@@ -183,7 +183,9 @@ def blocker_sentence(cfg: Config, b: dict[str, Any], run: dict[str, Any] | None,
     return f"waiting for a fix in {joiner.join(names)}"
 
 
-def run_sentence(cfg: Config, run: dict[str, Any] | None, gpu: str) -> str | None:
+def run_sentence(
+    cfg: Config, run: dict[str, Any] | None, gpu: str, said: dict[str, str] | None = None
+) -> str | None:
     """'Last tested on 2026-11-23 on an RTX 3090: failed at startup (Marlin int4 kernel …).'"""
     if not run:
         return None
@@ -195,7 +197,11 @@ def run_sentence(cfg: Config, run: dict[str, Any] | None, gpu: str) -> str | Non
     if outcome in ("failed", "timeout"):
         words += " " + STAGE_WORDS.get(run.get("stage_reached") or "launch", "")
     words = words.strip()
-    what = signature_phrase(cfg, run.get("signature"))
+    signature = run.get("signature")
+    if signature and signature in (said or {}):  # the page already describes this failure
+        what = f"see {said[signature]}"
+    else:
+        what = signature_phrase(cfg, signature)
     off = "" if hw.get("matches_target") else f" (not {gpu}: it proves nothing here)"
     tail = f": {what}" if what else ""
     return f"Last tested on {day(run.get('started_at'))} on {on}{off}: {words}{tail}."
@@ -253,6 +259,82 @@ def event_sentence(cfg: Config, e: dict[str, Any]) -> str:
         where = "" if target or target is None else " (not on the target GPU)"
         return f"Test of {title}: {OUTCOME_WORDS.get(new or '', new)}{where}"
     return str(e.get("message") or "")
+
+
+def reader_changes(cfg: Config, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """'What changed', for a reader: the first check said once, then only changes of status.
+
+    First reads (an item, blocker or page seen for the first time) fold into one "first check"
+    line; an item event whose state did not change (new evidence, a new title) is left to the
+    site and `explain`.
+    """
+    firsts = [
+        e for e in changes if e.get("kind") in ("item", "blocker", "page") and not e.get("old")
+    ]
+    out: list[dict[str, Any]] = []
+    if firsts:
+        items = sum(1 for e in firsts if e.get("kind") == "item")
+        pages = [e for e in firsts if e.get("kind") == "page"]
+        shown = (
+            f"; the page starts as {PAGE_WORDS.get(pages[-1].get('new') or '', pages[-1].get('new'))}"
+            if pages
+            else ""
+        )
+        out.append(
+            {
+                "at": min(e.get("at") or "" for e in firsts) or None,
+                "text": f"First check: {plural(items, 'tracked item')} read{shown}",
+            }
+        )
+    for e in changes:
+        if e in firsts:
+            continue
+        if e.get("kind") == "item" and e.get("old") == e.get("new"):
+            continue
+        out.append({"at": e.get("at"), "text": event_sentence(cfg, e)})
+    return out
+
+
+HTTP_WHY = {
+    401: "GitHub did not accept the token",
+    403: "GitHub refused the requests (token or rate limit)",
+    404: "GitHub has no such repository, issue or pull request for some items (a configuration error)",
+    429: "GitHub's rate limit was reached",
+}
+
+
+def unread_reason(items: dict[str, dict], attempt: dict[str, Any] | None) -> str:
+    """Why nothing has been read yet, in a sentence: the one 'not checked yet' state's why."""
+    import re
+
+    if not attempt or not attempt.get("at"):
+        return "No check has read GitHub yet"
+    codes = []
+    for row in items.values():
+        m = re.match(r"HTTP (\d{3})", str(row.get("error") or ""))
+        codes.append(int(m.group(1)) if m else None)
+    when = reader_when(attempt["at"])
+    common = max(set(codes), key=codes.count) if codes else None
+    if common in HTTP_WHY:
+        return f"{HTTP_WHY[common]} on the first check ({when})"
+    return f"The first check ({when}) could not reach GitHub"
+
+
+def attention_line(
+    views: list[dict[str, Any]], last_checked: str | None, never_read: bool
+) -> str | None:
+    """At most one plain line for readers when a check behind the page needs its maintainer
+    (an item not re-read, a rule gone blind); the details go to the maintainer's views."""
+    if never_read:
+        return None
+    needing = [v for v in views if v.get("warnings") or (v.get("stale") and v.get("title"))]
+    if not needing:
+        return None
+    read = [v["checked_at"] for v in views if v.get("checked_at")]
+    fully = min(read) if read else last_checked
+    who = "One of the checks" if len(needing) == 1 else f"{len(needing)} of the checks"
+    verb = "needs" if len(needing) == 1 else "need"
+    return f"{who} behind this page {verb} attention; last fully checked {reader_when(fully)}."
 
 
 def now_of(*stamps: str | None) -> str | None:

@@ -52,6 +52,7 @@ PAGE_HEADLINES = {
 # upstream text in status.json, and how much of each is kept (the page keeps as much or less)
 UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
+NOT_CHECKED_MARK = "❔"  # before the first good read: no blocker is known to be blocked
 STALE_MARK = "❔"  # its items cannot be read now: the last known status, never "❌ waiting"
 
 
@@ -338,9 +339,13 @@ def status_document(
                 "hints_trigger_smoke": b.hints_trigger_smoke,
             }
         )
+    last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
+    # before the first good read there is one state, with its why, on every view
+    not_checked = None if last_read or runs else prose.unread_reason(items, attempt)
     pages = [
         {
             "id": p.id,
+            "not_checked_yet": not_checked,
             "title": p.title,
             "status": ev.pages[p.id].status,
             "reason": _plain(ev.pages[p.id].reason, 500),
@@ -359,7 +364,6 @@ def status_document(
         if safe_url(v["url"]) == "#":
             v["url"] = cfg.item(v["id"]).html_url
     last = cycle or {}
-    last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
     return {
         "generated_at": generated_at,
         "pages": pages,
@@ -542,6 +546,20 @@ def page_context(
         )
         view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
         view["words"] = prose.STALE_WORDS if st.stale else prose.BLOCKER_WORDS.get(st.status)
+    # nothing read from GitHub and nothing tested: one "not checked yet" state
+    never_read = (
+        last_checked is None and not runs and not any(v.get("title") for v in _all_views(blockers))
+    )
+    if never_read:  # nothing is known yet: no blocker is blocked, and none is marked ❌
+        for view in blockers:
+            view.update(mark=NOT_CHECKED_MARK, words="not checked yet", sentence="not checked yet")
+    # a failure a reproducing blocker already describes is named by that blocker's number
+    said = {
+        sig: f"blocker {n}"
+        for n, view in enumerate(blockers, 1)
+        if view["status"] == "reproduces"
+        for sig in view["signatures"]
+    }
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
     recipes = []
@@ -587,12 +605,15 @@ def page_context(
                 "blocker_titles": [
                     {
                         "title": cfg.blocker(b).title,
-                        "words": (
+                        "words": "not checked yet"
+                        if never_read
+                        else (
                             prose.STALE_WORDS
                             if ev.blockers[b].stale
                             else prose.BLOCKER_WORDS.get(ev.blockers[b].status)
                         ),
-                        "mark": blocker_mark(ev.blockers[b]),
+                        "mark": NOT_CHECKED_MARK if never_read else blocker_mark(ev.blockers[b]),
+                        "number": page.blockers.index(b) + 1 if b in page.blockers else None,
                     }
                     for b in r.blockers
                 ],
@@ -600,7 +621,7 @@ def page_context(
         )
         shown = recipes[-1]
         tested = next((x for x in r_runs if x.get("outcome") != "skipped"), None)
-        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"])
+        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"], said=said)
         shown["waiting"] = prose.waiting_sentence(
             (triggers or {}).get(r.id), shown["gpu"], cfg.smoke.backend
         )
@@ -611,7 +632,6 @@ def page_context(
     ]
     since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
     now = prose.now_of(last_checked, (attempt or {}).get("at"))
-    never_read = last_checked is None and not any(v.get("title") for v in _all_views(blockers))
     open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
     reader_status = "unknown" if never_read and status.status == "blocked" else status.status
     return {
@@ -639,9 +659,11 @@ def page_context(
         else None,
         "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
         "issue_link": cfg.site.issue_link(cfg.notify),
-        "change_lines": [
-            {"at": e.get("at"), "text": prose.event_sentence(cfg, e)} for e in changes
-        ],
+        "change_lines": prose.reader_changes(cfg, changes),
+        "not_checked": prose.unread_reason(items, attempt) if never_read else None,
+        "attention": prose.attention_line(
+            [*_all_views(blockers), *others], last_checked, never_read
+        ),
         "parked": status.parked,
         "validated_run": status.validated_run,
         "blockers": blockers,
@@ -770,6 +792,9 @@ def load_fragments(cfg: Config, page: Page) -> dict[str, str]:
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
+GENERATED_MARKER = "<!-- Generated by watcher"
+
+
 def render_page(cfg: Config, ctx: dict[str, Any]) -> str:
     env = environment(cfg)
     page: Page = ctx["page"]
@@ -777,7 +802,30 @@ def render_page(cfg: Config, ctx: dict[str, Any]) -> str:
     text = env.get_template(page.template).render(
         fragment=lambda name: fragments.get(name, ""), **ctx
     )
-    return tidy_markdown(text)
+    text = tidy_markdown(text)
+    if GENERATED_MARKER not in text:  # a maintainer's template: the marker says the file is ours
+        text = (
+            text.rstrip("\n") + f"\n\n{GENERATED_MARKER}. Edit the templates, not this file. -->\n"
+        )
+    return text
+
+
+def foreign_page(path: Path) -> str | None:
+    """Why watcher must not write `path`: it exists and is not watcher's own output (no
+    generated-by marker), e.g. the guide's hand-kept page. None when it may be written."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.read(1 << 16)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"{path} cannot be read ({e}); left it as it is"
+    if GENERATED_MARKER in head:
+        return None
+    return (
+        f"{path} was not written by watcher (no generated-by marker), so it was left as it is;"
+        f" to take it over and keep its prose as fragments: watcher init --adopt {path}"
+    )
 
 
 def tidy_markdown(text: str) -> str:

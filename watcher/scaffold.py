@@ -21,6 +21,9 @@ from watcher.errors import WatcherError
 PYTHON_MIN = (3, 11)  # keep in step with requires-python in pyproject.toml
 WORKFLOW_PYTHON = "3.11"  # what the hosted runner installs for the watch job
 SOURCE_FALLBACK = "https://github.com/club-3090/watcher"
+# The distribution's name on the package index (`watcher` there is another project); the
+# command stays `watcher`. Keep in step with [project] name in pyproject.toml.
+DIST_NAME = "upstream-blocker-watcher"
 CYCLE_MINUTES = 20  # poll, evaluate, render, commit; a cycle waits up to lock_timeout too
 ACTIONS_MAX_MINUTES = 360  # GitHub ends any hosted job after 6 hours
 
@@ -31,12 +34,13 @@ class Scaffold:
 
     written: list[Path] = field(default_factory=list)
     kept: list[Path] = field(default_factory=list)
+    merged: dict[Path, list[str]] = field(default_factory=dict)  # lines added to existing files
 
 
 def source_url() -> str:
     """watcher's repository, from the installed package's metadata (pyproject [project.urls])."""
     try:
-        urls = metadata.metadata("watcher").get_all("Project-URL") or []
+        urls = metadata.metadata(DIST_NAME).get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
         urls = []
     for entry in urls:
@@ -49,9 +53,37 @@ def source_url() -> str:
 def pinned_install() -> str:
     """A pip requirement for exactly this watcher: its release tag in its git repository.
 
-    Not `watcher==X` from the package index: that name belongs to another project there.
+    The default only; a guide points `init --github --install` at where watcher is really
+    published (this checkout's [project.urls] Source may not be it).
     """
-    return f"watcher @ git+{source_url()}@v{__version__}"
+    return f"{DIST_NAME} @ git+{source_url()}@v{__version__}"
+
+
+_GIT = re.compile(r"^[A-Za-z0-9][\w.-]*\s*@\s*git\+(https|ssh)://\S+?@(?P<ref>[^@/\s]+)$")
+_PINNED = re.compile(r"^[A-Za-z0-9][\w.-]*(\[[\w,.-]+\])?\s*(==|===)\s*[\w.+!-]+$")
+_URL = re.compile(r"^[A-Za-z0-9][\w.-]*\s*@\s*(https|file)://\S+\.(whl|tar\.gz)$")
+
+
+def install_problem(spec: str) -> str | None:
+    """Why a pip requirement does not name one resolvable watcher, or None when it does: a git
+    URL with a tag or sha (`NAME @ git+https://host/repo@v0.1.0`), an exact package pin
+    (`NAME==0.1.0`), or a URL of a wheel or sdist."""
+    s = spec.strip()
+    if not s:
+        return "it is empty"
+    m = _GIT.match(s)
+    if m:
+        ref = m.group("ref")
+        if re.fullmatch(r"[0-9a-f]{7,40}|v?\d+(\.\d+)*([.-]?\w+)?", ref):
+            return None
+        return f"its git ref {ref!r} is a branch, not a tag or commit: it moves under the guide"
+    if s.startswith(("git+", "http://", "https://")):
+        return "it has no distribution name (write `NAME @ URL`)"
+    if "git+" in s:
+        return "its git URL has no @tag or @sha at the end"
+    if _PINNED.match(s) or _URL.match(s):
+        return None
+    return "it is not pinned to one version (`NAME==X.Y.Z`, or a git URL ending in @tag)"
 
 
 def cron_for(interval_s: float) -> tuple[str, str]:
@@ -139,10 +171,10 @@ def watch_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
     cron, cron_note = cron_for(cfg.settings.interval)
     perms, notes = [], []
     if cfg.notify.enabled:
-        perms.append("  issues: write # [notify] enabled: the sticky comment and transitions")
+        perms.append("      issues: write # [notify] enabled: the sticky comment and transitions")
         notes.append(", comment on the tracking issue")
     if cfg.smoke.backend == "github-actions":
-        perms.append("  actions: write # [smoke] backend = github-actions: dispatch smoke.yml")
+        perms.append("      actions: write # [smoke] backend = github-actions: dispatch smoke.yml")
         notes.append(", dispatch smoke runs")
     timeout = CYCLE_MINUTES + round(cfg.settings.lock_timeout / 60)
     why = "a cycle with margin (polling, the lock wait, the site)"
@@ -215,6 +247,13 @@ def write_github(
     )
     for rel, text in files.items():
         path = root / rel
+        if path.exists() and rel == Path(".gitignore"):
+            added = merge_gitignore(path, ignore)
+            if added:
+                out.merged[path] = added
+            else:
+                out.kept.append(path)
+            continue
         if path.exists():
             out.kept.append(path)
             continue
@@ -336,3 +375,16 @@ def proposals_toml(proposals: list[Proposal]) -> str:
         ids = ", ".join(json.dumps(p.id) for p in proposals)
         lines += ["", f"# for the engines page: recipes = [{ids}]"]
     return "\n".join(lines) + "\n"
+
+
+def merge_gitignore(path: Path, needed: list[str]) -> list[str]:
+    """Append the lines watcher needs to an existing .gitignore (its own lines untouched);
+    a line already there in another spelling (`/data/`, `data`) counts. Returns those added."""
+    text = path.read_text(encoding="utf-8")
+    have = {line.strip().strip("/") for line in text.splitlines() if line.strip()}
+    missing = [n for n in needed if n.strip("/") not in have]
+    if missing:
+        sep = "" if not text or text.endswith("\n") else "\n"
+        block = "# watcher: local state and the built site\n" + "\n".join(missing) + "\n"
+        path.write_text(text + sep + ("\n" if text.strip() else "") + block, encoding="utf-8")
+    return missing

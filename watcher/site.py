@@ -43,6 +43,7 @@ from watcher.config import Config
 from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation, evaluate, page_subjects
 from watcher.matrix import build_matrix, cell_summary
+from watcher.prose import unread_reason
 from watcher.redact import redact
 from watcher.render import (
     KIND_WORDS,
@@ -177,6 +178,21 @@ class _InertLinks(Treeprocessor):
                         child.set("class", "inert-link")
 
 
+class _StackTables(Treeprocessor):
+    """Tables a phone can read: each cell labelled with its column (class `stack`, data-label),
+    so the stylesheet turns rows into cards below 40rem instead of scrolling sideways."""
+
+    def run(self, root: ET.Element) -> None:
+        for table in root.iter("table"):
+            table.set("class", "stack")
+            heads = ["".join(th.itertext()).strip() for th in table.iter("th")]
+            for body in table.iter("tbody"):
+                for tr in body.iter("tr"):
+                    for n, td in enumerate(tr.findall("td")):
+                        if n < len(heads) and heads[n]:
+                            td.set("data-label", heads[n])
+
+
 class _NoRawHTML(Extension):
     def __init__(self, rename: dict[str, str]):
         super().__init__()
@@ -187,6 +203,7 @@ class _NoRawHTML(Extension):
         md.inlinePatterns.deregister("html")
         md.preprocessors.register(_StripComments(md), "strip_comments", 20)
         md.treeprocessors.register(_InertLinks(md, self.rename), "inert_links", 0)
+        md.treeprocessors.register(_StackTables(md), "stack_tables", 1)
         for char in "<|~":  # render.md_escape backslash-escapes these; CommonMark does too
             if char not in md.ESCAPED_CHARS:
                 md.ESCAPED_CHARS.append(char)
@@ -234,7 +251,9 @@ def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[
         "limit_text": f"{cfg.settings.stale_after:g} × the {duration_text(cfg.settings.interval)} "
         "interval",
         "age_text": "never",
-        "stale": True,
+        # never read is "not checked yet" (with its why), not "checks have stopped"
+        "stale": False,
+        "not_checked_yet": None,
         "every_text": duration_text(cfg.settings.interval),
     }
     checked, generated = _when(last_checked), _when(generated_at)
@@ -491,7 +510,8 @@ def site_context(
     events = [_event_view(e, base) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
     checked = last_checked_at(store, items)
     attempt = last_attempt(store)
-    never_read = checked is None
+    never_read = checked is None and not runs  # nothing read and nothing tested yet
+    not_checked = unread_reason(items, attempt) if never_read else None
 
     def since(key: str) -> str | None:
         return (statuses.get(key) or {}).get("since")
@@ -503,7 +523,7 @@ def site_context(
     for v in views.values():
         v["kind_word"] = KIND_WORDS.get(v["kind"], v["kind"])
         v["url"] = safe_href(v["url"]) if str(v["url"]).startswith("http") else "#"
-        v["problem"] = v["error"] or ("never read" if v["stale"] and not v["title"] else None)
+        v["problem"] = v["error"] or ("not checked yet" if v["stale"] and not v["title"] else None)
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]
@@ -517,7 +537,7 @@ def site_context(
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
                 "headline": PAGE_HEADLINES.get(shown, "not checked yet"),
-                "reason": st.reason if not never_read else "upstream has not been read yet",
+                "reason": st.reason if not never_read else not_checked,
                 "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,
                 "href": f"page/{p.id}.html",
@@ -536,14 +556,15 @@ def site_context(
                 )
             else:
                 evidence.append(dict(e))
+        shown = "not checked yet" if never_read else st.status  # nothing known: no ❌
         blockers.append(
             {
                 "id": b.id,
                 "title": b.title,
                 "description": b.description,
-                "status": st.status,
-                "tone": STATUS_TONES.get(st.status, "muted"),
-                "mark": blocker_mark(st),
+                "status": shown,
+                "tone": STATUS_TONES.get(shown, "muted"),
+                "mark": "" if never_read else blocker_mark(st),
                 "reason": st.reason,
                 "stale": st.stale,
                 "since": since(f"blocker:{b.id}"),
@@ -582,7 +603,7 @@ def site_context(
             },
             "attempt": attempt,
             "pending": pending,
-            "fresh": freshness(cfg, checked, generated_at),
+            "fresh": dict(freshness(cfg, checked, generated_at), not_checked_yet=not_checked),
             "pages": pages,
             "blockers": blockers,
             "items": [views[i.id] for i in cfg.items],

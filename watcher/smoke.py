@@ -52,6 +52,7 @@ from watcher.launch import (
     teardown,
 )
 from watcher.probes import PORT_IN_USE, Wait, port_taken, probe, served_by, wait_ready
+from watcher.progress import Progress
 from watcher.redact import redact
 from watcher.signatures import HANG, all_signatures
 from watcher.smokelog import LogPump
@@ -232,6 +233,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
         "" if subreaper else " (not a subreaper: a double-forked child could escape teardown)",
     )
     td: Teardown | None = None
+    shown = Progress(f"smoke {recipe.id}", deadline_s=recipe.startup_timeout)
     try:
         wait = wait_ready(
             proc,
@@ -240,7 +242,9 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
             watch=pump,
             fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
             owner=None if container else (lambda: served_by(port, procs)),
+            progress=lambda: shown.update("waiting for the engine", pump.last_line),
         )
+        shown.done()
         if wait.state == "ready":
             doc["stage_reached"] = "ready"
             doc["metrics"]["startup_s"] = round(wait.startup_s, 2)

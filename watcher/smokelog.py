@@ -44,6 +44,7 @@ class LogPump(threading.Thread):
         self._unscanned = bytearray()
         self._carry = b""
         self.seen: str | None = None  # the first known failure in the output so far
+        self.last_line: str = ""  # the newest non-empty output line (progress shows it)
 
     def check(self) -> str | None:
         with self._lock:
@@ -59,7 +60,10 @@ class LogPump(threading.Thread):
     def run(self) -> None:
         with open(self.log_path, "ab") as out:
             for raw in iter(lambda: self.stream.readline(self.MAX_LINE), b""):
-                data = redact(raw.decode("utf-8", "replace")).encode("utf-8")
+                text = redact(raw.decode("utf-8", "replace"))
+                if text.strip():
+                    self.last_line = text.strip()[:200]
+                data = text.encode("utf-8")
                 if self.seen is None:  # once a failure is seen, nothing more to watch for
                     with self._lock:
                         self._unscanned += data
