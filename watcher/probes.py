@@ -105,6 +105,11 @@ class Probe:
     decode_tokens_per_s: float | None = None
     accept_length: float | None = None
     engine_version: str | None = None
+    decode: dict[str, float | int] | None = None  # spread over the repeats
+    ttft: dict[str, float | int] | None = None
+    decode_tokens: int | None = None  # tokens per timed generation (the engine's count)
+    decode_samples: list[float] = field(default_factory=list)  # tokens/s of each repeat
+    ttft_samples: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -121,6 +126,12 @@ def _models(client: httpx.Client, p: Probe, fallback: str) -> None:
         p.failures.append("GET /v1/models listed no model")
 
 
+def completion_tokens(obj: dict[str, Any]) -> int | None:
+    """The engine's own count of generated tokens (`usage.completion_tokens`), if it gave one."""
+    n = (obj.get("usage") or {}).get("completion_tokens")
+    return int(n) if isinstance(n, int | float) and not isinstance(n, bool) else None
+
+
 def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
     body = {
         "model": p.model or recipe.model or "default",
@@ -133,33 +144,59 @@ def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
     if r.status_code != 200:
         p.failures.append(f"chat completion answered HTTP {r.status_code}: {r.text[:200]}")
         return
-    msg = (r.json().get("choices") or [{}])[0].get("message") or {}
-    p.answer = (msg.get("content") or "").strip()
-    if recipe.checks.expect.lower() not in p.answer.lower():
+    obj = r.json()
+    msg = (obj.get("choices") or [{}])[0].get("message") or {}
+    content = msg.get("content") or ""
+    p.answer = content.strip()
+    tokens = completion_tokens(obj)
+    if (tokens if tokens is not None else len(content)) < 1:
+        p.failures.append("known-answer check: the engine generated no token")
+    elif recipe.checks.expect and recipe.checks.expect.lower() not in p.answer.lower():
         p.failures.append(
             f"known-answer check: expected {recipe.checks.expect!r}, got {p.answer[:120]!r}"
         )
 
 
-def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+@dataclass
+class Timing:
+    """One streamed generation: time to first token, decode rate over the whole generation."""
+
+    ttft_s: float
+    tokens: int
+    decode_s: float  # from the first token to the end of the stream
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if self.tokens < 2 or self.decode_s <= 0:
+            return None
+        return (self.tokens - 1) / self.decode_s
+
+
+def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKENS) -> Timing:
+    """One temperature-0 streamed chat completion of `max_tokens` tokens (EOS ignored).
+
+    Real engines send several tokens per chunk, so the tokens come from the engine's usage
+    figure, never from the number of chunks, and decode is timed from the first token to the
+    end of the stream, never between the first and last chunk that carries text.
+    Raises ProbeError when the engine answers badly.
+    """
     body = {
-        "model": p.model or recipe.model or "default",
+        "model": model,
         "messages": [{"role": "user", "content": DECODE_PROMPT}],
         "temperature": 0,
-        "max_tokens": DECODE_TOKENS,
+        "max_tokens": max_tokens,
         "ignore_eos": True,
         "chat_template_kwargs": NO_THINKING,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
     sent = time.monotonic()
-    first = last = None
+    first = None
     chunks, usage_tokens = 0, None
     with client.stream("POST", "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
             r.read()
-            p.failures.append(f"streamed completion answered HTTP {r.status_code}")
-            return
+            raise ProbeError(f"streamed completion answered HTTP {r.status_code}: {r.text[:200]}")
         for line in r.iter_lines():
             if not line.startswith("data:"):
                 continue
@@ -170,22 +207,61 @@ def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
                 obj = json.loads(payload)
             except json.JSONDecodeError:
                 continue
-            if (obj.get("usage") or {}).get("completion_tokens"):
-                usage_tokens = int(obj["usage"]["completion_tokens"])
+            usage_tokens = completion_tokens(obj) or usage_tokens
             for choice in obj.get("choices") or []:
                 text = (choice.get("delta") or {}).get("content") or choice.get("text")
                 if text:
-                    now = time.monotonic()
-                    first = first or now
-                    last = now
+                    first = first or time.monotonic()
                     chunks += 1
+    end = time.monotonic()
     if first is None:
-        p.failures.append("streamed completion produced no tokens")
+        raise ProbeError("streamed completion produced no tokens")
+    if usage_tokens is None:
+        raise ProbeError(
+            "streamed completion reported no usage (stream_options.include_usage): "
+            f"{chunks} chunks cannot say how many tokens came"
+        )
+    return Timing(ttft_s=first - sent, tokens=usage_tokens, decode_s=end - first)
+
+
+class ProbeError(Exception):
+    """The engine answered a probe badly (the message says how)."""
+
+
+def spread(values: list[float]) -> dict[str, float | int] | None:
+    """median, min, max and their relative spread ((max - min) / median) of repeated figures."""
+    if not values:
+        return None
+    v = sorted(values)
+    n = len(v)
+    med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return {
+        "median": round(med, 4),
+        "min": round(v[0], 4),
+        "max": round(v[-1], 4),
+        "n": n,
+        "spread": round((v[-1] - v[0]) / med, 4) if med else 0.0,
+    }
+
+
+def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    """A warm-up generation (not counted), then `checks.repeats` timed ones."""
+    model = p.model or recipe.model or "default"
+    try:
+        stream_once(client, model, max_tokens=8)  # warm-up: first-request costs stay out
+        n = recipe.checks.decode_tokens
+        timings = [stream_once(client, model, n) for _ in range(recipe.checks.repeats)]
+    except ProbeError as e:
+        p.failures.append(str(e))
         return
-    p.ttft_s = round(first - sent, 4)
-    tokens = usage_tokens or chunks
-    if tokens > 1 and last > first:
-        p.decode_tokens_per_s = round((tokens - 1) / (last - first), 2)
+    rates = [t.tokens_per_s for t in timings if t.tokens_per_s is not None]
+    p.decode_samples = [round(r, 3) for r in rates]
+    p.ttft_samples = [round(t.ttft_s, 5) for t in timings]
+    p.decode = spread(rates)
+    p.ttft = spread([t.ttft_s for t in timings])
+    p.ttft_s = round(p.ttft["median"], 4) if p.ttft else None
+    p.decode_tokens_per_s = round(p.decode["median"], 2) if p.decode else None
+    p.decode_tokens = timings[-1].tokens
 
 
 _PROM = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
@@ -257,6 +333,28 @@ def _engine_info(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
                 p.accept_length = accept_from_metrics(parse_metrics(r.text))
 
 
+def metrics_snapshot(client: httpx.Client) -> dict[str, float]:
+    """The engine's /metrics now (empty when it serves none)."""
+    with contextlib.suppress(httpx.HTTPError):
+        r = client.get("/metrics")
+        if r.status_code == 200:
+            return parse_metrics(r.text)
+    return {}
+
+
+def accept_over_window(before: dict[str, float], after: dict[str, float]) -> float | None:
+    """vLLM's acceptance over the probe window: 1 + accepted tokens / drafts, counter deltas."""
+    name_d, name_a = (
+        "vllm:spec_decode_num_drafts_total",
+        "vllm:spec_decode_num_accepted_tokens_total",
+    )
+    if name_d not in after or name_a not in after:
+        return None
+    drafts = after[name_d] - before.get(name_d, 0.0)
+    accepted = after[name_a] - before.get(name_a, 0.0)
+    return round(1.0 + accepted / drafts, 4) if drafts > 0 else None
+
+
 def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
     """Ask the running engine the questions that make a recipe 'work'."""
     p = Probe()
@@ -264,7 +362,10 @@ def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
         try:
             _models(client, p, recipe.model)
             _known_answer(client, p, recipe)
+            before = metrics_snapshot(client) if recipe.spec_decode else {}
             _stream(client, p, recipe)
+            if recipe.spec_decode:
+                p.accept_length = accept_over_window(before, metrics_snapshot(client))
             _engine_info(client, p, recipe)
         except httpx.HTTPError as e:
             p.failures.append(f"probe failed: {type(e).__name__}: {e}")
@@ -302,6 +403,43 @@ class Wait:
     startup_s: float
     exit_code: int | None = None
     signature: str | None = None  # fatal: the family seen in the log
+    last_error: str | None = None  # the ready path answered, a generation did not (yet)
+
+
+def generation_answered(base_url: str, model: str = "", timeout: float = 60.0) -> str | None:
+    """None when the engine generates at least one token for a tiny request, else why not.
+
+    `/health` can answer 200 while the first generation fails (vLLM's CPU attention refusing a
+    head size, then exiting), so readiness is a generation, not a status code.
+    """
+    try:
+        with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+            if not model:
+                r = client.get("/v1/models")
+                data = r.json().get("data") if r.status_code == 200 else None
+                model = (data or [{}])[0].get("id") or "default"
+            r = client.post(
+                "/v1/chat/completions",
+                json={
+                    "model": model,
+                    "messages": [{"role": "user", "content": "Hi"}],
+                    "temperature": 0,
+                    "max_tokens": 1,
+                    "chat_template_kwargs": NO_THINKING,
+                },
+            )
+            if r.status_code != 200:
+                return f"a first generation answered HTTP {r.status_code}: {r.text[:200]}"
+            obj = r.json()
+            n = completion_tokens(obj)
+            content = ((obj.get("choices") or [{}])[0].get("message") or {}).get("content")
+            if (n if n is not None else len(content or "")) < 1:
+                return "a first generation returned no token"
+    except httpx.HTTPError as e:
+        return f"a first generation failed: {type(e).__name__}: {e}"
+    except (ValueError, AttributeError, IndexError) as e:
+        return f"a first generation got a malformed answer: {e}"
+    return None
 
 
 def wait_ready(
@@ -311,8 +449,10 @@ def wait_ready(
     watch: LogPump | None = None,
     fatal_grace: float = 30.0,
     owner: Callable[[], bool | None] | None = None,
+    generates: Callable[[], str | None] | None = None,
 ) -> Wait:
-    """Poll `url` until it answers 200, the process dies, or the deadline passes.
+    """Poll `url` until it answers 200 (and, with `generates`, a generation answered), the
+    process dies, or the deadline passes.
 
     With `watch`, a known failure in the log that is not followed by readiness within
     `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running. With
@@ -322,30 +462,37 @@ def wait_ready(
     deadline = started + timeout
     interval = 0.1
     fatal: tuple[str, float] | None = None
+    last_error = None
+
+    def end(state: str, **kw) -> Wait:
+        return Wait(state, time.monotonic() - started, last_error=last_error, **kw)
+
     with httpx.Client(timeout=5.0, trust_env=False) as client:
         while True:
             if proc.poll() is not None:
-                return Wait("died", time.monotonic() - started, proc.returncode)
+                return end("died", exit_code=proc.returncode)
             if watch is not None and fatal is None:
                 seen = watch.check()
                 if seen:
                     fatal = (seen, time.monotonic() + fatal_grace)
             if fatal is not None and time.monotonic() >= fatal[1]:
-                return Wait("fatal", time.monotonic() - started, signature=fatal[0])
+                return end("fatal", signature=fatal[0])
             try:
                 r = client.get(url, timeout=max(0.2, min(5.0, deadline - time.monotonic())))
                 if r.status_code == 200:
                     if proc.poll() is not None:
-                        return Wait("died", time.monotonic() - started, proc.returncode)
+                        return end("died", exit_code=proc.returncode)
                     if owner is not None and owner() is False:
-                        return Wait("foreign", time.monotonic() - started, signature=PORT_IN_USE)
-                    return Wait("ready", time.monotonic() - started)
+                        return end("foreign", signature=PORT_IN_USE)
+                    last_error = generates() if generates is not None else None
+                    if last_error is None:
+                        return end("ready")
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None:
-                return Wait("died", time.monotonic() - started, proc.returncode)
+                return end("died", exit_code=proc.returncode)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return Wait("timeout", time.monotonic() - started)
+                return end("timeout")
             time.sleep(min(interval, remaining))
             interval = min(interval * 1.5, 2.0)

@@ -48,6 +48,7 @@ PAGE_HEADLINES = {
     "regressed": "regressed, was validated",
     "parked": "parked by the maintainers",
 }
+FLOOR_HEADLINE = "parked: it runs, but slower than the validated path"
 # upstream text in status.json, and how much of each is kept (the page keeps as much or less)
 UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
@@ -299,6 +300,7 @@ def status_document(
             "blockers": list(p.blockers),
             "recipes": list(p.recipes),
             "parked": ev.pages[p.id].parked,
+            "comparison": ev.pages[p.id].comparison,
         }
         for p in cfg.pages
     ]
@@ -564,7 +566,9 @@ def page_context(
         "page": page,
         "status": status.status,
         "reason": status.reason,
-        "headline": PAGE_HEADLINES[status.status],
+        "headline": FLOOR_HEADLINE
+        if (status.parked or {}).get("by") == "floor"
+        else PAGE_HEADLINES[status.status],
         "reader_status": reader_status,
         "reader_headline": prose.headline(
             reader_status,
@@ -573,6 +577,7 @@ def page_context(
             open_blockers=open_blockers,
             validated_run=status.validated_run,
             gpu=gpu,
+            parked=status.parked,
         ),
         "status_since": since,
         "open_blockers": open_blockers,
@@ -588,6 +593,7 @@ def page_context(
             {"at": e.get("at"), "text": prose.event_sentence(cfg, e)} for e in changes
         ],
         "parked": status.parked,
+        "comparison": status.comparison,
         "validated_run": status.validated_run,
         "blockers": blockers,
         "other_items": others,

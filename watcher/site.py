@@ -45,6 +45,7 @@ from watcher.evaluate import Evaluation, evaluate, page_subjects
 from watcher.redact import redact
 from watcher.render import (
     BLOCKER_MARKS,
+    FLOOR_HEADLINE,
     KIND_WORDS,
     PAGE_HEADLINES,
     environment,
@@ -513,7 +514,9 @@ def site_context(
                 "title": p.title,
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
-                "headline": PAGE_HEADLINES.get(shown, "not checked yet"),
+                "headline": FLOOR_HEADLINE
+                if (st.parked or {}).get("by") == "floor"
+                else PAGE_HEADLINES.get(shown, "not checked yet"),
                 "reason": st.reason if not never_read else "upstream has not been read yet",
                 "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,6 +45,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--children", type=int, default=0)
     p.add_argument("--answer", default="Paris.")
     p.add_argument("--tokens-per-s", type=float, default=400.0)
+    p.add_argument(
+        "--burst",
+        type=int,
+        default=1,
+        help="tokens per streamed chunk (real engines send several at once)",
+    )
+    p.add_argument("--ttft", type=float, default=0.02, help="seconds before the first token")
     p.add_argument("--accept-length", type=float, default=None)
     p.add_argument("--metrics-style", choices=("sglang", "vllm", "none"), default="sglang")
     p.add_argument("--version", dest="engine_version", default="0.0.0-fake")
@@ -165,11 +173,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
-        time.sleep(0.02)  # prefill
-        for i in range(n):
-            delta = {"content": WORDS[i % len(WORDS)] + " "}
+        time.sleep(a.ttft)  # prefill
+        burst = max(1, a.burst)
+        for i in range(0, n, burst):
+            words = [WORDS[j % len(WORDS)] + " " for j in range(i, min(n, i + burst))]
+            delta = {"content": "".join(words)}
+            if i:  # the first chunk comes after the prefill; each later one after its tokens
+                time.sleep(len(words) / a.tokens_per_s)
             send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
-            time.sleep(1.0 / a.tokens_per_s)
+        with _COUNTED:
+            _STREAMED[0] += n
         if (req.get("stream_options") or {}).get("include_usage"):
             send(
                 {
@@ -183,6 +196,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+_COUNTED = threading.Lock()
+_STREAMED = [0]  # tokens streamed so far: vLLM's spec-decode counters grow with them
+
+
 def _metrics(a: argparse.Namespace) -> str:
     if a.accept_length is None:
         return "# no spec decode\n"
@@ -191,12 +208,14 @@ def _metrics(a: argparse.Namespace) -> str:
             "# TYPE sglang:spec_accept_length gauge\n"
             f'sglang:spec_accept_length{{model_name="{a.served_model_name}"}} {a.accept_length}\n'
         )
-    drafts = 100
-    accepted = round((a.accept_length - 1.0) * drafts)
+    with _COUNTED:
+        tokens = _STREAMED[0]
+    drafts = tokens / a.accept_length  # each draft step yields accept_length tokens
+    accepted = tokens - drafts
     return (
         "# TYPE vllm:spec_decode_num_drafts_total counter\n"
-        f'vllm:spec_decode_num_drafts_total{{model_name="{a.served_model_name}"}} {drafts}.0\n'
-        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{a.served_model_name}"}} {accepted}.0\n'
+        f'vllm:spec_decode_num_drafts_total{{model_name="{a.served_model_name}"}} {drafts!r}\n'
+        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{a.served_model_name}"}} {accepted!r}\n'
     )
 
 
