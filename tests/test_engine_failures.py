@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from smokekit import engine_command, write_config
+
 from watcher.classify import Classifier, describe
 from watcher.config import load_config
 from watcher.hardware import Gpu, GpuReading
