@@ -86,6 +86,27 @@ def compare(
     return out
 
 
+def rejudge(c: dict[str, Any], floor: float | None, ttft_ceiling: float | None) -> str:
+    """The verdict of a stored comparison under the config's floor now (a changed floor re-judges
+    the figures already measured; a baseline that did not pass stays insufficient data)."""
+    if not c.get("baseline_passed", True) or c.get("speed_ratio_range") is None:
+        return INSUFFICIENT
+    verdicts = []
+    if floor is not None:
+        verdicts.append(_judge(*c["speed_ratio_range"], floor))
+    if ttft_ceiling is not None:
+        if c.get("ttft_ratio_range") is None:
+            verdicts.append(INSUFFICIENT)
+        else:
+            low, high = c["ttft_ratio_range"]
+            verdicts.append(
+                CLEARS if high <= ttft_ceiling else BELOW if low > ttft_ceiling else INSUFFICIENT
+            )
+    if BELOW in verdicts:
+        return BELOW
+    return INSUFFICIENT if INSUFFICIENT in verdicts else CLEARS
+
+
 def speed_phrase(c: dict[str, Any], baseline_title: str) -> str:
     """'decodes at 0.19× the speed of the vLLM MTP path (16 vs 85 tokens/s)'."""
     if c.get("speed_ratio") is None:

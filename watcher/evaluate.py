@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from watcher.compare import BELOW, CLEARS, speed_phrase
+from watcher.compare import BELOW, CLEARS, rejudge, speed_phrase
 from watcher.config import Blocker, Config, Page, Recipe
 from watcher.states import item_satisfied
 from watcher.views import item_phrase, project_name
@@ -266,7 +266,7 @@ def evaluate_page(
     fast = [r for r in passing if _floor_verdict(r, latest[r.id]) == CLEARS]
     if fast:
         run = latest[fast[0].id]
-        c = run.get("comparison") if fast[0].baseline else None
+        c = _shown_comparison(fast[0], run)
         return PageStatus(
             p.id,
             "validated",
@@ -280,7 +280,7 @@ def evaluate_page(
     slow = [r for r in passing if _floor_verdict(r, latest[r.id]) == BELOW]
     if slow:  # works on target hardware, but not worth switching to: parked until it is
         run = latest[slow[0].id]
-        c = run["comparison"]
+        c = _shown_comparison(slow[0], run)
         phrase = speed_phrase(c, _base_title(cfg, slow[0]))
         reason = f"{slow[0].id} runs on {_gpus(run)}, but {phrase[:-1]}, {c.get('date') or (run.get('started_at') or '')[:10]})"
         return PageStatus(
@@ -349,7 +349,20 @@ def _floor_verdict(recipe: Recipe, run: dict[str, Any]) -> str:
     c = run.get("comparison") or {}
     if c.get("baseline") != recipe.baseline or not c.get("matches_target"):
         return "insufficient data"
-    return c.get("verdict") or "insufficient data"
+    return rejudge(c, recipe.min_speed_vs_baseline, recipe.max_ttft_vs_baseline)
+
+
+def _shown_comparison(recipe: Recipe, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's comparison as judged under the config's floor now."""
+    c = run.get("comparison") if recipe.baseline else None
+    if not c:
+        return None
+    return {
+        **c,
+        "floor": recipe.min_speed_vs_baseline,
+        "ttft_ceiling": recipe.max_ttft_vs_baseline,
+        "verdict": _floor_verdict(recipe, run),
+    }
 
 
 def _gpus(run: dict[str, Any]) -> str:

@@ -163,21 +163,24 @@ class Timing:
 
     ttft_s: float
     tokens: int
-    decode_s: float  # from the first token to the end of the stream
+    decode_s: float  # from the first chunk with text to the end of the stream
+    first_tokens: int = 1  # tokens in that first chunk (the engine's count when it streams usage)
 
     @property
     def tokens_per_s(self) -> float | None:
-        if self.tokens < 2 or self.decode_s <= 0:
+        decoded = self.tokens - self.first_tokens
+        if decoded < 1 or self.decode_s <= 0:
             return None
-        return (self.tokens - 1) / self.decode_s
+        return decoded / self.decode_s
 
 
 def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKENS) -> Timing:
     """One temperature-0 streamed chat completion of `max_tokens` tokens (EOS ignored).
 
     Real engines send several tokens per chunk, so the tokens come from the engine's usage
-    figure, never from the number of chunks, and decode is timed from the first token to the
-    end of the stream, never between the first and last chunk that carries text.
+    figure, never from the number of chunks, and decode is timed from the first chunk to the
+    end of the stream (the tokens after that first chunk over that span), never between the
+    first and last chunk that carries text.
     Raises ProbeError when the engine answers badly.
     """
     body = {
@@ -188,10 +191,12 @@ def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKEN
         "ignore_eos": True,
         "chat_template_kwargs": NO_THINKING,
         "stream": True,
-        "stream_options": {"include_usage": True},
+        # vLLM also puts the running count in every chunk: the first chunk's share is known
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     }
     sent = time.monotonic()
     first = None
+    first_tokens = 1
     chunks, usage_tokens = 0, None
     with client.stream("POST", "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
@@ -207,11 +212,14 @@ def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKEN
                 obj = json.loads(payload)
             except json.JSONDecodeError:
                 continue
-            usage_tokens = completion_tokens(obj) or usage_tokens
+            running = completion_tokens(obj)
+            usage_tokens = running or usage_tokens
             for choice in obj.get("choices") or []:
                 text = (choice.get("delta") or {}).get("content") or choice.get("text")
                 if text:
-                    first = first or time.monotonic()
+                    if first is None:
+                        first = time.monotonic()
+                        first_tokens = running or 1
                     chunks += 1
     end = time.monotonic()
     if first is None:
@@ -221,7 +229,7 @@ def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKEN
             "streamed completion reported no usage (stream_options.include_usage): "
             f"{chunks} chunks cannot say how many tokens came"
         )
-    return Timing(ttft_s=first - sent, tokens=usage_tokens, decode_s=end - first)
+    return Timing(first - sent, usage_tokens, end - first, min(first_tokens, usage_tokens))
 
 
 class ProbeError(Exception):
@@ -484,9 +492,13 @@ def wait_ready(
                         return end("died", exit_code=proc.returncode)
                     if owner is not None and owner() is False:
                         return end("foreign", signature=PORT_IN_USE)
-                    last_error = generates() if generates is not None else None
-                    if last_error is None:
+                    err = generates() if generates is not None else None
+                    if err is None:
+                        last_error = None
                         return end("ready")
+                    # an engine's own answer says more than the refused connection after it
+                    if last_error is None or "answered HTTP" not in last_error:
+                        last_error = err
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None:

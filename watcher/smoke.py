@@ -189,6 +189,7 @@ def _with_comparison(
         recipe.max_ttft_vs_baseline,
     )
     base_failed = [d for d in theirs if d["outcome"] != "passed"]
+    c["baseline_passed"] = not base_failed
     if base_failed:
         c["verdict"] = INSUFFICIENT
         c["why"] = f"the baseline {base.id} did not pass: {base_failed[-1]['reason']}"

@@ -6,8 +6,10 @@ Modes: `ready` (binds the port after --ready-delay, then serves /health_generate
 /v1/models, /v1/chat/completions (streamed and not), /server_info, /get_server_info, /metrics,
 /version); `crash` (prints --log-file or --log-text, then exits --exit-code); `hang` (prints a
 loading line and never binds); `ignore-term` (ready, but it and its children ignore SIGTERM).
---children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). Unknown arguments
-(the real engine's flags) are accepted and ignored.
+--children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). --tokens-per-s,
+--burst (tokens per chunk) and --ttft set its speed; --generation-fails answers /health but not a
+generation (vLLM's head-size trap). Unknown arguments (the real engine's flags) are accepted and
+ignored.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="tokens per streamed chunk (real engines send several at once)",
     )
     p.add_argument("--ttft", type=float, default=0.02, help="seconds before the first token")
+    p.add_argument(
+        "--generation-fails",
+        action="store_true",
+        help="like vLLM refusing a head size: /health answers 200, the first generation logs "
+        "the error, answers 500 and the server exits",
+    )
     p.add_argument("--accept-length", type=float, default=None)
     p.add_argument("--metrics-style", choices=("sglang", "vllm", "none"), default="sglang")
     p.add_argument("--version", dest="engine_version", default="0.0.0-fake")
@@ -132,6 +140,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"error": "bad json"}, 400)
         if self.path != "/v1/chat/completions":
             return self._json({"detail": "Not Found"}, 404)
+        if a.generation_fails:
+            print(
+                "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2",
+                flush=True,
+            )
+            threading.Timer(0.3, os._exit, (1,)).start()
+            return self._json({"error": {"message": "EngineCore encountered an issue."}}, 500)
         if req.get("stream"):
             return self._stream(req)
         prompt = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
@@ -154,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {"completion_tokens": len(text.split())},
+                "usage": {"completion_tokens": len(text.split()) or (1 if text else 0)},
             }
         )
 
@@ -180,7 +195,10 @@ class _Handler(BaseHTTPRequestHandler):
             delta = {"content": "".join(words)}
             if i:  # the first chunk comes after the prefill; each later one after its tokens
                 time.sleep(len(words) / a.tokens_per_s)
-            send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+            chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+            if (req.get("stream_options") or {}).get("continuous_usage_stats"):
+                chunk["usage"] = {"completion_tokens": i + len(words)}  # as vLLM does
+            send(chunk)
         with _COUNTED:
             _STREAMED[0] += n
         if (req.get("stream_options") or {}).get("include_usage"):
