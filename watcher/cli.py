@@ -244,11 +244,15 @@ def validate(config_path: str, online: bool) -> None:
 
     Example: watcher validate --config watch.toml --online
     """
+    from watcher.doctor import quantization_checks
+
     cfg = _config(config_path)
     click.echo(
         f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
         f"{len(cfg.recipes)} recipes, {len(cfg.pages)} pages"
     )
+    for check in quantization_checks(cfg):  # a recipe premise the model folder contradicts
+        click.echo(f"warning: {check.name}: {check.detail}\n  fix: {check.fix}", err=True)
     if not online:
         return
     from watcher.github import GitHubClient
@@ -431,7 +435,8 @@ def status(config_path: str, as_json: bool) -> None:
                     "last_attempt": attempt,
                     "freshness": fresh,
                     "pages": {
-                        k: {"status": v.status, "reason": v.reason} for k, v in ev.pages.items()
+                        k: {"status": v.status, "reason": v.reason, "comparison": v.comparison}
+                        for k, v in ev.pages.items()
                     },
                     "blockers": {
                         k: {"status": v.status, "reason": v.reason} for k, v in ev.blockers.items()

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 from watcher import prose
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation, latest_target_runs
+from watcher.launch import fill_placeholders
 from watcher.redact import redact
 from watcher.states import item_satisfied
 from watcher.views import item_view
@@ -155,13 +156,6 @@ def shell_join(argv: list[str] | tuple[str, ...]) -> str:
             lines.append([])
         lines[-1].append(shlex.quote(arg))
     return " \\\n  ".join(" ".join(line) for line in lines)
-
-
-class _Placeholders(dict):
-    """str.format_map that leaves unknown {placeholders} as they are (display only)."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
 
 
 _ENVIRONMENTS: dict[tuple[str, ...], jinja2.Environment] = {}
@@ -511,12 +505,13 @@ def page_context(
                 "title": r.title or r.id,
                 "engine": r.engine,
                 "command": [
-                    a.format_map(
-                        _Placeholders(
-                            port=r.host_port or r.port,
-                            model=r.model or "{model}",
-                            name=f"watcher-{r.id}",
-                        )
+                    fill_placeholders(
+                        a,
+                        {
+                            "port": r.host_port or r.port,
+                            "model": r.model or "{model}",
+                            "name": f"watcher-{r.id}",
+                        },
                     )
                     for a in r.command
                 ],
@@ -634,10 +629,8 @@ def display_command(recipe) -> str:
             continue
         shown.append(arg)
     port = recipe.host_port or recipe.port
-    filled = [
-        a.format_map(_Placeholders(port=port, model=recipe.model or "{model}", name=recipe.id))
-        for a in shown
-    ]
+    values = {"port": port, "model": recipe.model or "{model}", "name": recipe.id}
+    filled = [fill_placeholders(a, values) for a in shown]
     return shell_lines(filled)
 
 
