@@ -108,6 +108,7 @@ class Probe:
     decode: dict[str, float | int] | None = None  # spread over the repeats
     ttft: dict[str, float | int] | None = None
     decode_tokens: int | None = None  # tokens per timed generation (the engine's count)
+    timing_source: str | None = None  # engine (its own /metrics clocks) or client
     decode_samples: list[float] = field(default_factory=list)  # tokens/s of each repeat
     ttft_samples: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -252,24 +253,70 @@ def spread(values: list[float]) -> dict[str, float | int] | None:
     }
 
 
+def engine_timing(before: dict[str, float], after: dict[str, float]) -> tuple[float, float] | None:
+    """(decode tokens/s, TTFT s) of the generations between two /metrics readings, from the
+    engine's own clocks, or None when it keeps none.
+
+    A client on a busy host can read a whole stream's chunks at once: timing on the client then
+    divides hundreds of tokens by milliseconds. vLLM times each request's decode phase itself
+    (`request_decode_time_seconds`, `request_generation_tokens`, `time_to_first_token_seconds`).
+    """
+
+    def delta(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    v = "vllm:"
+    if f"{v}request_decode_time_seconds_sum" in after:
+        seconds = delta(f"{v}request_decode_time_seconds_sum")
+        requests = delta(f"{v}request_decode_time_seconds_count")
+        tokens = delta(f"{v}request_generation_tokens_sum")
+        ttft_n = delta(f"{v}time_to_first_token_seconds_count")
+        if seconds > 0 and requests > 0 and tokens > requests and ttft_n > 0:
+            ttft = delta(f"{v}time_to_first_token_seconds_sum") / ttft_n
+            return (tokens - requests) / seconds, ttft
+    for prefix in ("sglang:", v):  # a per-token latency histogram: 1 / its mean
+        name = f"{prefix}time_per_output_token_seconds"
+        n, total = delta(f"{name}_count"), delta(f"{name}_sum")
+        ttft_n = delta(f"{prefix}time_to_first_token_seconds_count")
+        if n > 0 and total > 0 and ttft_n > 0:
+            return n / total, delta(f"{prefix}time_to_first_token_seconds_sum") / ttft_n
+    return None
+
+
 def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
-    """A warm-up generation (not counted), then `checks.repeats` timed ones."""
+    """A warm-up generation (not counted), then `checks.repeats` timed ones, each timed by the
+    engine's own metrics when it has them, else on the client over the whole stream."""
     model = p.model or recipe.model or "default"
+    rates: list[float] = []
+    ttfts: list[float] = []
+    sources = set()
     try:
         stream_once(client, model, max_tokens=8)  # warm-up: first-request costs stay out
         n = recipe.checks.decode_tokens
-        timings = [stream_once(client, model, n) for _ in range(recipe.checks.repeats)]
+        for _ in range(recipe.checks.repeats):
+            before = metrics_snapshot(client)
+            t = stream_once(client, model, n)
+            engine = engine_timing(before, metrics_snapshot(client)) if before else None
+            if engine is not None:
+                rates.append(engine[0])
+                ttfts.append(engine[1])
+                sources.add("engine")
+            else:
+                if t.tokens_per_s is not None:
+                    rates.append(t.tokens_per_s)
+                ttfts.append(t.ttft_s)
+                sources.add("client")
+            p.decode_tokens = t.tokens
     except ProbeError as e:
         p.failures.append(str(e))
         return
-    rates = [t.tokens_per_s for t in timings if t.tokens_per_s is not None]
     p.decode_samples = [round(r, 3) for r in rates]
-    p.ttft_samples = [round(t.ttft_s, 5) for t in timings]
+    p.ttft_samples = [round(x, 5) for x in ttfts]
     p.decode = spread(rates)
-    p.ttft = spread([t.ttft_s for t in timings])
+    p.ttft = spread(ttfts)
+    p.timing_source = "+".join(sorted(sources)) or None
     p.ttft_s = round(p.ttft["median"], 4) if p.ttft else None
     p.decode_tokens_per_s = round(p.decode["median"], 2) if p.decode else None
-    p.decode_tokens = timings[-1].tokens
 
 
 _PROM = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")

@@ -332,6 +332,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
                 ttft_spread=p.ttft,
                 decode_tokens=p.decode_tokens,
                 decode_samples=p.decode_samples,
+                timing_source=p.timing_source,
                 ttft_samples=p.ttft_samples,
             )
             failures, notes = p.failures, p.notes

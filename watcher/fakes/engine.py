@@ -188,19 +188,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
+        started = time.monotonic()
         time.sleep(a.ttft)  # prefill
+        first_at = time.monotonic()
         burst = max(1, a.burst)
         for i in range(0, n, burst):
             words = [WORDS[j % len(WORDS)] + " " for j in range(i, min(n, i + burst))]
             delta = {"content": "".join(words)}
-            if i:  # the first chunk comes after the prefill; each later one after its tokens
-                time.sleep(len(words) / a.tokens_per_s)
+            # a chunk leaves once its tokens are made; the first token comes with the prefill
+            time.sleep((len(words) - (0 if i else 1)) / a.tokens_per_s)
             chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
             if (req.get("stream_options") or {}).get("continuous_usage_stats"):
                 chunk["usage"] = {"completion_tokens": i + len(words)}  # as vLLM does
             send(chunk)
         with _COUNTED:
             _STREAMED[0] += n
+            # vLLM's own per-request clocks, as its /metrics histograms keep them
+            _TIMES["decode_s"] += time.monotonic() - first_at
+            _TIMES["ttft_s"] += first_at - started
+            _TIMES["requests"] += 1
+            _TIMES["tokens"] += n
         if (req.get("stream_options") or {}).get("include_usage"):
             send(
                 {
@@ -216,11 +223,28 @@ class _Handler(BaseHTTPRequestHandler):
 
 _COUNTED = threading.Lock()
 _STREAMED = [0]  # tokens streamed so far: vLLM's spec-decode counters grow with them
+_TIMES = {"decode_s": 0.0, "ttft_s": 0.0, "requests": 0, "tokens": 0}
+
+
+def _vllm_request_metrics(a: argparse.Namespace) -> str:
+    label = f'{{model_name="{a.served_model_name}"}}'
+    with _COUNTED:
+        t = dict(_TIMES)
+    return (
+        "# TYPE vllm:request_decode_time_seconds histogram\n"
+        f"vllm:request_decode_time_seconds_sum{label} {t['decode_s']!r}\n"
+        f"vllm:request_decode_time_seconds_count{label} {t['requests']}.0\n"
+        f"vllm:request_generation_tokens_sum{label} {t['tokens']}.0\n"
+        f"vllm:request_generation_tokens_count{label} {t['requests']}.0\n"
+        f"vllm:time_to_first_token_seconds_sum{label} {t['ttft_s']!r}\n"
+        f"vllm:time_to_first_token_seconds_count{label} {t['requests']}.0\n"
+    )
 
 
 def _metrics(a: argparse.Namespace) -> str:
+    timing = _vllm_request_metrics(a) if a.metrics_style == "vllm" else ""
     if a.accept_length is None:
-        return "# no spec decode\n"
+        return timing or "# no spec decode\n"
     if a.metrics_style == "sglang":
         return (
             "# TYPE sglang:spec_accept_length gauge\n"
@@ -230,7 +254,7 @@ def _metrics(a: argparse.Namespace) -> str:
         tokens = _STREAMED[0]
     drafts = tokens / a.accept_length  # each draft step yields accept_length tokens
     accepted = tokens - drafts
-    return (
+    return timing + (
         "# TYPE vllm:spec_decode_num_drafts_total counter\n"
         f'vllm:spec_decode_num_drafts_total{{model_name="{a.served_model_name}"}} {drafts!r}\n'
         f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{a.served_model_name}"}} {accepted!r}\n'
