@@ -16,6 +16,7 @@ from watcher.errors import ConfigError
 from watcher.evaluate import evaluate
 from watcher.explain import explain, format_text
 from watcher.hardware import Gpu, GpuReading
+from watcher.notify_plan import Bodies
 from watcher.render import page_sources, page_text, status_document
 from watcher.smoke import record_run, run_recipe
 from watcher.store import Store
@@ -127,6 +128,9 @@ def test_slower_recipe_parks_the_page_with_both_figures_and_a_faster_run_lifts_i
     assert shown["comparison"]["baseline_decode_tokens_per_s"] == c["baseline_decode_tokens_per_s"]
     text = format_text(explain(cfg, None, sources["items"], ev, sources["runs"]))
     assert "speed vs baseline vllm-mtp" in text and "below" in text
+    body = Bodies(cfg, ev, sources["items"], sources["runs"], {}).status(cfg.pages[0])
+    assert "Parked below the speed floor" in body
+    assert f"Decode {c['decode_tokens_per_s']} vs {c['baseline_decode_tokens_per_s']}" in body
 
     # the same recipe, now fast enough: the page leaves `parked` by itself
     cfg = _config(tmp_path, slow_speed=900)
