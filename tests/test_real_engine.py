@@ -56,7 +56,7 @@ title = "{title}"
 engine = "vllm"
 model = "{model}"
 port = {free_port()}
-startup_timeout = "6m"
+startup_timeout = "10m"
 stop_timeout = 20
 command = {json.dumps(command)}
 {extra}

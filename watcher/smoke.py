@@ -206,7 +206,8 @@ def _with_comparison(
     doc["comparison"] = c
     doc["baseline_runs"] = theirs
     if doc["outcome"] == "passed":
-        doc["reason"] += f"; {speed_phrase(c, c['baseline_title'])}: {c['verdict']}"
+        title = f"the {base.title} path" if base.title else base.id
+        doc["reason"] += f"; {speed_phrase(c, title)}: {c['verdict']}"
         if c["verdict"] != CLEARS and c.get("why"):
             doc["reason"] += f" ({c['why']})"
     return doc
