@@ -23,7 +23,7 @@ BUILTIN: tuple[Signature, ...] = (
     # recipe mistakes first: the engine refuses the command line before anything else can fail
     Signature(
         id="unknown-flag",
-        pattern=r"error:\s+unrecognized\s+arguments?:\s+(?P<detail>\S.*?)\s*$",
+        pattern=r"error:\s+unrecognized\s+arguments?:[ \t]+(?P<detail>[^\s][^\n]*)",
         description="recipe error: the engine does not know a flag the recipe passes",
         kind="config",
     ),
