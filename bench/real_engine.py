@@ -13,6 +13,7 @@ decoding is on and the acceptance length (from /metrics, over the probe window) 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,8 +79,8 @@ def one_launch(python: Path, model: Path, spec: bool, repeats: int, tokens: int)
 
 
 def _median(values):
-    v = sorted(x for x in values if x is not None)
-    return v[len(v) // 2] if v else None
+    v = [x for x in values if x is not None]
+    return statistics.median(v) if v else None
 
 
 def main() -> None:
