@@ -267,3 +267,19 @@ def test_the_workflow_must_grant_what_the_config_uses(tmp_path, fake_github):
     assert "fix: add `issues: write` under `permissions:`" in line
     (workflows / "watch.yml").write_text(watch_workflow(load_config(path), tmp_path))
     assert "issues: write" in lines(doctor(path))["workflow permissions"]
+
+
+def test_gpu_host_quantization_that_the_checkpoint_contradicts(gpu_host):
+    path, _bin, models, _port = gpu_host
+    (models / "qwen" / "config.json").write_text(
+        '{"quantization_config": {"quant_method": "auto-round", "bits": 4}}'
+    )
+    text = path.read_text().replace(
+        '"--model-path", "{model}"]', '"--model-path", "{model}", "--quantization", "awq_marlin"]'
+    )
+    path.write_text(text)
+    result = doctor(path, "--gpu")
+    assert result.exit_code == 1
+    line = lines(result)["quantization of docker-tp1"]
+    assert "--quantization awq_marlin" in line and "quant_method = auto-round" in line
+    assert "fix: drop --quantization from recipe docker-tp1" in line
