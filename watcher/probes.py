@@ -1,8 +1,11 @@
 """Is the engine up, and does it work: the port check, readiness polling, the HTTP probes.
 
 Before launch, the port must be free. While it starts, `wait_ready` polls the ready path and
-watches the log for a known failure. Once ready, `probe` asks /v1/models, a temperature-0 known
-answer, a streamed completion (TTFT, decode tokens/s) and the spec-decode accept length.
+watches the log for a known failure; a 200 counts once a generation answers too (vLLM's /health
+says 200 while its first request can still fail). Once ready, `probe` asks /v1/models, a
+temperature-0 known answer, repeated streamed completions after a warm-up (TTFT and decode
+tokens/s from the engine's usage count, timed by its own /metrics clocks when it keeps them) and
+the spec-decode accept length over that window.
 """
 
 from __future__ import annotations
