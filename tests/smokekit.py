@@ -131,7 +131,9 @@ def fake_nvidia_smi(bin_dir: Path, lines: list[str] | None, exit_code: int = 0) 
 
 FAKE_DOCKER = r'''#!{python}
 """Fake docker: `run` starts the command after the image DETACHED (like a container that outlives
-its client), records it by name; `rm -f` kills and forgets it; `ps -a -q --filter name=^/?N$`."""
+its client), records it by name; `rm -f` kills and forgets it; `ps -a -q --filter name=^/?N$`;
+`manifest inspect [--verbose] IMAGE`: known unless listed in $FAKE_DOCKER_GONE (a file, one image a
+line). The container's command sees its image as $FAKE_DOCKER_IMAGE."""
 import json, os, re, signal, subprocess, sys, time
 state = os.environ["FAKE_DOCKER_STATE"]
 os.makedirs(state, exist_ok=True)
@@ -148,7 +150,7 @@ if args[:1] == ["run"]:
     image, cmd = args[i], args[i + 1:]
     if cmd and cmd[0] == "python":
         cmd[0] = sys.executable
-    child = subprocess.Popen(cmd, start_new_session=True)
+    child = subprocess.Popen(cmd, start_new_session=True, env=dict(os.environ, FAKE_DOCKER_IMAGE=image))
     if name:
         with open(os.path.join(state, name), "w") as f:
             f.write(str(child.pid))
@@ -165,6 +167,17 @@ if args[:2] == ["rm", "-f"]:
         pass
     os.remove(path)
     print(args[2])
+    sys.exit(0)
+if args[:2] == ["manifest", "inspect"]:
+    image = args[-1]
+    gone_file = os.environ.get("FAKE_DOCKER_GONE")
+    gone = open(gone_file).read().split() if gone_file and os.path.exists(gone_file) else []
+    if image in gone:
+        print(f"no such manifest: docker.io/{{image}}", file=sys.stderr)
+        sys.exit(1)
+    import hashlib
+    digest = "sha256:" + hashlib.sha256(image.encode()).hexdigest()
+    print(json.dumps({{"Ref": "docker.io/" + image, "Descriptor": {{"digest": digest}}}}))
     sys.exit(0)
 if args[:1] == ["ps"]:
     pattern = next(a.split("=", 1)[1] for a in args if a.startswith("name="))

@@ -54,8 +54,12 @@ def schema(path: Path) -> set[tuple[str, str, str]]:
         conn.close()
 
 
+# Added after the dump was written: they run once on an old database, and only at the end.
+NEWER = ["m055_bisects"]
+
+
 def test_migration_names_and_order_are_the_ones_existing_databases_recorded():
-    assert [m.name for m in migrations._migrations] == MAIN_ORDER
+    assert [m.name for m in migrations._migrations] == MAIN_ORDER + NEWER
 
 
 def test_a_database_written_before_the_split_opens_without_rerunning_a_migration(tmp_path):
@@ -63,7 +67,7 @@ def test_a_database_written_before_the_split_opens_without_rerunning_a_migration
     before = applied(path)
     assert [name for name, _ in before] == MAIN_ORDER
     conn = sqlite3.connect(path)
-    assert migrations.pending(sqlite_utils.Database(conn)) == []
+    assert [m.name for m in migrations.pending(sqlite_utils.Database(conn))] == NEWER
     conn.close()
 
     store = Store(path)
@@ -78,7 +82,9 @@ def test_a_database_written_before_the_split_opens_without_rerunning_a_migration
         assert store.heartbeat()["pid"] == 1
     finally:
         store.close()
-    assert applied(path) == before  # same names, same applied_at: nothing ran again
+    after = applied(path)
+    assert after[: len(before)] == before  # same names, same applied_at: nothing ran again
+    assert [name for name, _ in after[len(before) :]] == NEWER
 
     fresh = tmp_path / "new.db"
     Store(fresh).close()

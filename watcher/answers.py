@@ -97,7 +97,6 @@ RELEASES = [
         "html_url": Opt(str),
     }
 ]
-COMPARE = {"status": str}
 _WHEN = Opt({"date": Opt(str)})
 COMMITS = [
     {
@@ -106,6 +105,14 @@ COMMITS = [
         "commit": Opt({"message": Opt(str), "committer": _WHEN, "author": _WHEN}),
     }
 ]
+COMPARE = {
+    "status": str,
+    "html_url": Opt(str),
+    "total_commits": Opt(int),
+    "base_commit": Opt(COMMITS[0]),
+    "commits": Opt(COMMITS),
+}
+TAGS = [{"name": str, "commit": {"sha": str}}]
 WORKFLOW_RUNS = {"workflow_runs": Opt([{"id": int, "display_title": Opt(str), "name": Opt(str)}])}
 WORKFLOW_RUN = {"id": int, "status": Opt(str), "conclusion": Opt(str), "html_url": Opt(str)}
 ARTIFACTS = {"artifacts": Opt([{"name": Opt(str), "archive_download_url": str}])}
@@ -121,6 +128,7 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/releases"), RELEASES),
     (re.compile(rf"{_REPO}/compare/.+"), COMPARE),
     (re.compile(rf"{_REPO}/commits"), COMMITS),
+    (re.compile(rf"{_REPO}/tags"), TAGS),
     (re.compile(rf"{_REPO}/actions/workflows/[^/]+/runs"), WORKFLOW_RUNS),
     (re.compile(rf"{_REPO}/actions/runs/\d+"), WORKFLOW_RUN),
     (re.compile(rf"{_REPO}/actions/runs/\d+/artifacts"), ARTIFACTS),

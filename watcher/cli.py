@@ -605,7 +605,15 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
     help="Run even without the target GPU; the result is marked off-target and validates nothing.",
 )
 @click.option("--run-id", help="Use this run id (the GitHub Actions workflow passes its own).")
-def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, run_id) -> None:
+@click.option(
+    "--build",
+    metavar="BUILD",
+    help="Run this engine build (image:tag or requirement) instead of the recipe's own (a bisect"
+    " step dispatched to Actions).",
+)
+def smoke(
+    config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, run_id, build
+) -> None:
     """Smoke-test one recipe on this host: launch, probe, tear down, classify, store the result.
 
     Exits 0 when the run passed, 1 when it did not (failed, timeout, error, skipped), 2 for a
@@ -620,7 +628,13 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
     recipe = recipe_or_error(cfg, recipe_id)
     if run_id is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$", run_id):
         raise click.UsageError(f"--run-id {run_id!r}: use letters, digits, '.', '_' or '-'")
+    if build:
+        from watcher.bisect import recipe_for
+
+        recipe = recipe_for(recipe, build)
     doc = run_recipe(cfg, recipe, any_hardware=any_hardware, run_id=run_id)
+    if build:  # an old build: never this recipe's verdict, here or where the result is collected
+        doc["bisect"] = {"build": build}
     stored = True
     try:  # the verdict is printed even if the database is busy (a long cycle holds its lock)
         store = Store(cfg.db_path)
@@ -638,6 +652,119 @@ def smoke(config_path: str, recipe_id: str, as_json: bool, any_hardware: bool, r
         if doc.get("log_path"):
             click.echo(f"log: {doc['log_path']}")
     sys.exit(0 if doc["outcome"] == "passed" and stored else 1)
+
+
+@cli.command()
+@click.argument("recipe_id", required=False, shell_complete=_complete_ids(("recipes",)))
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--good", help="The build that passed (a tag or commit of the engine's repo).")
+@click.option("--bad", help="The build that fails (with --find-fix: the older, broken one).")
+@click.option("--find-fix", is_flag=True, help="Find the first build that fixed --bad's failure.")
+@click.option(
+    "--dry-run", is_flag=True, help="Build and check the grid; run nothing, store nothing."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the bisect (state and report) as JSON."
+)
+@click.option("--repeat", type=click.IntRange(1, 20), help="Runs per build ([bisect] repeat).")
+@click.option("--resume", "resume_id", metavar="ID", help="Go on with a stopped bisect.")
+def bisect(
+    recipe_id: str | None,
+    config_path: str,
+    good: str | None,
+    bad: str | None,
+    find_fix: bool,
+    dry_run: bool,
+    as_json: bool,
+    repeat: int | None,
+    resume_id: str | None,
+) -> None:
+    """Find the engine build that broke RECIPE (or, with --find-fix, fixed it), in the fewest runs.
+
+    The builds between --good and --bad come from [recipe.source] and GitHub (tags or commits
+    through the compare API); each is checked to exist before any run. Both ends are confirmed,
+    then the range is halved, skipping builds that cannot be judged; at most ceil(log2 N) + 2
+    judged steps, each counted against smoke.max_runs_per_day. A stopped bisect is stored and
+    resumes with --resume ID (the command is printed). On the github-actions backend each step
+    is one dispatched run that check-now cycles collect. Exits 0 when the range was found.
+
+    Example: watcher bisect sglang-nospec-tp1 --good v0.5.2 --bad v0.5.4
+    """
+    from watcher import bisect as bs
+    from watcher.bisect_report import text
+    from watcher.smoke import recipe_or_error
+    from watcher.store import Store
+
+    cfg = _config(config_path)
+    if resume_id and (recipe_id or good or bad or find_fix):
+        raise click.UsageError("--resume ID goes alone (the bisect remembers the rest)")
+    if not resume_id and not (recipe_id and good and bad):
+        raise click.UsageError("give RECIPE --good REF --bad REF, or --resume ID")
+    store = Store(cfg.db_path)
+    try:
+        if resume_id:
+            state = store.bisect(resume_id)
+            if state is None:
+                raise WatcherError(f"no bisect {resume_id!r} in {cfg.db_path}")
+            if state["status"] not in bs.UNFINISHED:
+                raise WatcherError(f"bisect {resume_id} is {state['status']}: nothing to resume")
+            recipe_or_error(cfg, state["recipe"])
+            if repeat:
+                state["repeat"] = repeat
+        else:
+            recipe = recipe_or_error(cfg, recipe_id)
+            mode = "find-fix" if find_fix else "regression"
+            state = None if dry_run else bs.unfinished(store, recipe.id, good, bad, mode)
+            if state is not None:
+                click.echo(f"resuming bisect {state['id']} (stopped: {state['message']})", err=True)
+            else:
+                state = bs.plan(cfg, store, recipe, good, bad, find_fix=find_fix, repeat=repeat)
+        if dry_run:
+            if as_json:
+                click.echo(json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False))
+            else:
+                click.echo(
+                    f"{len(state['points'])} builds, all present; budget {state['budget']} judged"
+                    f" steps x {state['repeat']} run(s); nothing run (--dry-run)"
+                )
+                for p in state["points"]:
+                    click.echo(
+                        f"  {p['index'] + 1:>3}. {p['build']}  {p['sha'][:12]}  {p['date']}  {p.get('digest') or ''}"
+                    )
+                if state["candidate"]:
+                    c = state["candidate"]
+                    click.echo(f"  tried first: around build {c['index'] + 1} ({c['why']})")
+            return
+        import signal
+
+        def stop(signum, _frame):  # SIGTERM stops it like Ctrl-C: the state is kept
+            raise SystemExit(128 + signum)
+
+        old_term = signal.signal(signal.SIGTERM, stop)
+        try:
+            state = bs.advance(cfg, store, state, progress=lambda m: click.echo(m, err=True))
+        except (KeyboardInterrupt, SystemExit):
+            click.echo(f"stopped; resume with: {bs.resume_command(cfg, state)}", err=True)
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        click.echo(terminal_safe(text(state)))
+    if state["status"] not in bs.UNFINISHED:
+        from watcher.site import build_site
+
+        try:  # the bisect's own page; the result is stored whatever happens here
+            site = build_site(cfg)
+            click.echo(f"site: {site.path / 'bisect' / (state['id'] + '.html')}", err=True)
+        except (WatcherError, OSError) as e:
+            click.echo(f"warning: the site was not rebuilt: {e}", err=True)
+    if state["status"] in bs.UNFINISHED:
+        click.echo(f"resume with: {bs.resume_command(cfg, state)}", err=True)
+    sys.exit(0 if state["status"] == "done" and (state.get("report") or {}).get("exact") else 1)
 
 
 @cli.command()

@@ -185,6 +185,50 @@ class Recipe:
     min_speed_vs_baseline: float | None = None
     max_ttft_vs_baseline: float | None = None  # TTFT may be at most this many times baseline's
     compare_rounds: int = 1  # launches of each, interleaved (B R, R B, ...)
+    source: Source | None = None  # where its engine builds come from (watcher bisect)
+
+
+@dataclass(frozen=True)
+class Source:
+    """[recipe.source]: an engine's published builds, for `watcher bisect`.
+
+    `image` + `tag` (a docker image and a tag template), or `requirement` (a pip requirement
+    template, checked against `index`). Templates take {version} (a tag without a leading v),
+    {tag}, {sha}, {sha8} and {date} (YYYYMMDD of the commit). `every` says which commits have a
+    build: each `release` tag, each `commit`, or the last commit of each UTC `day` (nightlies).
+    """
+
+    repo: str
+    every: str = "release"
+    image: str | None = None
+    tag: str | None = None
+    requirement: str | None = None
+    index: str | None = None
+
+    def build(self, values: dict[str, str]) -> str:
+        """The grid point's build: `image:tag` or the requirement, with the template filled in."""
+        if self.image:
+            return f"{self.image}:{fill_template(self.tag or '{tag}', values)}"
+        return fill_template(self.requirement or "", values)
+
+
+_TEMPLATE_KEYS = ("version", "tag", "sha", "sha8", "date")
+
+
+def fill_template(template: str, values: dict[str, str]) -> str:
+    out = template
+    for key in _TEMPLATE_KEYS:
+        out = out.replace("{" + key + "}", values.get(key, ""))
+    return out
+
+
+@dataclass(frozen=True)
+class BisectSettings:
+    """[bisect]: whether a regression (or a blocker going fix-merged) starts a bisect by itself."""
+
+    auto: bool = False  # off by default: each bisect spends up to ceil(log2 N) + 2 runs
+    repeat: int = 1  # runs per step (a performance check needs at least 3 for a verdict)
+    threshold: float = 0.1  # a performance step is slow below (1 - threshold) x the good median
 
 
 @dataclass(frozen=True)
@@ -261,6 +305,7 @@ class Config:
     smoke: Smoke = field(default_factory=Smoke)
     notify: Notify = field(default_factory=Notify)
     site: Site = field(default_factory=Site)
+    bisect: BisectSettings = field(default_factory=BisectSettings)
 
     @property
     def base_dir(self) -> Path:
@@ -626,6 +671,7 @@ def _recipe(r: _Reader) -> Recipe:
         min_speed_vs_baseline=r.get("min_speed_vs_baseline", float),
         max_ttft_vs_baseline=r.get("max_ttft_vs_baseline", float),
         compare_rounds=r.get("compare_rounds", int, 1),
+        source=_source(r.sub("source"), engine),
     )
     for key in ("min_speed_vs_baseline", "max_ttft_vs_baseline"):
         value = getattr(rec, key)
@@ -637,6 +683,66 @@ def _recipe(r: _Reader) -> Recipe:
         r.fail("compare_rounds", f"must be at least 1, got {rec.compare_rounds}")
     r.done()
     return rec
+
+
+SOURCE_EVERY = ("release", "commit", "day")
+_ENGINE_REPOS = {"sglang": "sgl-project/sglang", "vllm": "vllm-project/vllm"}
+
+
+def _source(r: _Reader | None, engine: str) -> Source | None:
+    if r is None:
+        return None
+    repo = r.get("repo", str, _ENGINE_REPOS.get(engine))
+    if not repo or not re.match(r"^[\w.-]+/[\w.-]+$", repo):
+        r.fail("repo", "must name the engine's GitHub repository (owner/name)")
+    s = Source(
+        repo=repo,
+        every=r.choice("every", SOURCE_EVERY, "release"),
+        image=r.get("image", str),
+        tag=r.get("tag", str),
+        requirement=r.get("requirement", str),
+        index=r.get("index", str),
+    )
+    if bool(s.image) == bool(s.requirement):
+        r.fail("image", "give either 'image' (with 'tag') or 'requirement', not both or neither")
+    if s.tag and not s.image:
+        r.fail("tag", "goes with 'image'")
+    if s.index and not s.requirement:
+        r.fail("index", "goes with 'requirement'")
+    for key in ("tag", "requirement"):
+        text = getattr(s, key) or ""
+        unknown = set(re.findall(r"\{(\w+)\}", text)) - set(_TEMPLATE_KEYS)
+        if unknown:
+            r.fail(
+                key,
+                f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {', '.join(_TEMPLATE_KEYS)})",
+            )
+    if s.every != "release" and not re.search(
+        r"\{(sha|sha8)\}", (s.tag or "") + (s.requirement or "")
+    ):
+        r.fail(
+            "every",
+            f"'{s.every}' builds are named by commit: the template needs {{sha}} or {{sha8}}",
+        )
+    r.done()
+    return s
+
+
+def _bisect(r: _Reader | None) -> BisectSettings:
+    if r is None:
+        return BisectSettings()
+    d = BisectSettings()
+    b = BisectSettings(
+        auto=r.get("auto", bool, d.auto),
+        repeat=r.get("repeat", int, d.repeat),
+        threshold=r.get("threshold", float, d.threshold),
+    )
+    if b.repeat < 1:
+        r.fail("repeat", "must be at least 1")
+    if not 0 < b.threshold < 1:
+        r.fail("threshold", "must be between 0 and 1 (a fraction of the good build's speed)")
+    r.done()
+    return b
 
 
 def _page(r: _Reader) -> Page:
@@ -756,6 +862,7 @@ TOP_LEVEL = (
     "smoke",
     "notify",
     "site",
+    "bisect",
 )
 
 
@@ -787,6 +894,7 @@ def parse_config(text: str, path: Path) -> Config:
         smoke=_smoke(table("smoke")),
         notify=_notify(table("notify")),
         site=_site(table("site")),
+        bisect=_bisect(table("bisect")),
     )
     _check_references(cfg, path)
     _check_files(cfg, path)

@@ -536,13 +536,16 @@ def _smoke_hook(
     docs, smoke_events = run_triggers(
         cfg, store, ev, report.events, now, cycle_id=report.cycle_id, at=at, client=client
     )
-    if not docs:
-        return ev
-    report.smoke_runs.extend(docs)
-    report.events.extend(smoke_events)
-    with store.transaction():
-        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
-        report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    if docs:
+        report.smoke_runs.extend(docs)
+        report.events.extend(smoke_events)
+        with store.transaction():
+            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+            report.events.extend(record_transitions(store, report.cycle_id, ev, at))
+    # bisects: automatic starts ([bisect] auto), one step each, Actions steps collected
+    from watcher.bisect_auto import cycle_bisects
+
+    cycle_bisects(cfg, store, report.events, client)
     return ev
 
 

@@ -69,14 +69,17 @@ class Dispatched:
     error: str | None = None
 
 
-def dispatch(cfg: Config, recipe: Recipe, run_id: str, client: GitHubClient) -> Dispatched:
-    """POST one workflow_dispatch (never retried) and learn the run's id when GitHub says it."""
+def dispatch(
+    cfg: Config, recipe: Recipe, run_id: str, client: GitHubClient, build: str | None = None
+) -> Dispatched:
+    """POST one workflow_dispatch (never retried) and learn the run's id when GitHub says it.
+    `build` (a bisect step) names the engine build the runner swaps into the recipe."""
     s = cfg.smoke
     api = _Api(client)
     wf = f"/repos/{s.repo}/actions/workflows/{s.workflow}"
     body = {
         "ref": s.ref,
-        "inputs": {"recipe": recipe.id, "run_id": run_id},
+        "inputs": {"recipe": recipe.id, "run_id": run_id, **({"build": build} if build else {})},
         "return_run_details": True,
     }
     try:

@@ -73,6 +73,8 @@ def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "matches_target"
         ):
             continue
+        if run.get("bisect"):  # a bisect step ran an older build: never the recipe's verdict
+            continue
         out[run["recipe"]] = run
     return out
 

@@ -147,6 +147,7 @@ class Notifier:
             store.smoke_runs(limit=200),
             store.statuses(),
             json.loads(store.notify_get("ask_log") or "[]"),
+            bisects=store.bisects(limit=20),
         )
 
     # -- plumbing

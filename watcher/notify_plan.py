@@ -127,7 +127,9 @@ class Bodies:
         runs: list[dict[str, Any]],
         statuses: dict[str, dict[str, Any]],
         ask_log: list[str] | tuple[str, ...] = (),
+        bisects: list[dict[str, Any]] | tuple = (),
     ):
+        self.bisects = list(bisects)  # newest first; the status comment shows each recipe's last
         self.cfg, self.ev = cfg, ev
         self.env = environment(cfg)
         self.items, self.runs, self.statuses = items, runs, statuses
@@ -153,6 +155,7 @@ class Bodies:
                     since=since,
                     asks=dashboard_asks(self.cfg, page) if self.cfg.notify.dashboard else [],
                     ask_log=self.ask_log,
+                    bisects=bisect_lines(self.bisects, page.recipes),
                     evidence=[e for e in cut if e["text"]],
                     evidence_cut=limit is not None
                     and any(len(e["text"]) > limit for e in evidence),
@@ -193,6 +196,19 @@ class Bodies:
             ]
         body = self.env.get_template("comment_event.md.j2").render(**ctx)
         return cap_body(_lead(ctx["marker"], body))
+
+
+def bisect_lines(bisects: list[dict[str, Any]], recipes: tuple[str, ...]) -> list[dict]:
+    """Each recipe's newest finished bisect (no run ids or times: the comment is edited only
+    when its text changes)."""
+    out, seen = [], set()
+    for b in bisects:
+        r = b.get("report") or {}
+        if b.get("recipe") not in recipes or b["recipe"] in seen or not r.get("before"):
+            continue
+        seen.add(b["recipe"])
+        out.append(dict(r, recipe=b["recipe"]))
+    return out
 
 
 def _lead(marker: str, body: str) -> str:

@@ -185,3 +185,17 @@ def m042_smoke_triggers(db: sqlite_utils.Database) -> None:
             run_id TEXT, actions_run_id INTEGER, actions_run_url TEXT, dispatched_at TEXT,
             note TEXT, attempts INTEGER NOT NULL DEFAULT 0)"""
     )
+
+
+@migrations()
+def m055_bisects(db: sqlite_utils.Database) -> None:
+    """`watcher bisect` runs: the grid, the steps taken and the report, kept so a bisect that
+    stops (a spent daily budget, Ctrl-C) resumes where it was."""
+    db.execute(
+        """CREATE TABLE bisects (
+            id TEXT PRIMARY KEY, recipe TEXT NOT NULL, mode TEXT NOT NULL,
+            good TEXT NOT NULL, bad TEXT NOT NULL,
+            status TEXT NOT NULL,  -- running | paused | done | failed | insufficient-data
+            state TEXT NOT NULL, created_at TEXT, updated_at TEXT)"""
+    )
+    db.execute("CREATE INDEX bisects_recipe ON bisects(recipe, created_at)")

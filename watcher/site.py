@@ -676,6 +676,9 @@ def render_site(
             item_events=item_events,
         )
     files["feed.xml"] = env.get_template("site/feed.xml.j2").render(**ctx)
+    from watcher.bisect_report import site_files
+
+    files.update(site_files(store, env, ctx, clean))  # a page per bisect run
     for page in ctx["pages"]:
         files[page["badge"]] = env.get_template("site/badge.svg.j2").render(
             badge=badge(page["title"], page["status"])

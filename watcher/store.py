@@ -21,6 +21,7 @@ import sqlite_utils
 
 from watcher.errors import WatcherError
 from watcher.schema import migrations, span_data
+from watcher.store_bisects import BisectStore
 from watcher.store_comments import CommentStore
 from watcher.store_triggers import TriggerStore
 
@@ -42,7 +43,7 @@ def parse_iso(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
-class Store(CommentStore, TriggerStore):
+class Store(CommentStore, TriggerStore, BisectStore):
     """Thin, named operations over the database; callers never write SQL."""
 
     def __init__(self, path: str | Path):
@@ -327,6 +328,7 @@ class Store(CommentStore, TriggerStore):
             row = self.db.execute(
                 "SELECT doc FROM smoke_runs WHERE recipe IS ? AND matches_target = 1"
                 " AND outcome NOT IN ('skipped', 'started', 'interrupted')"
+                " AND json_extract(doc, '$.bisect') IS NULL"  # a bisect step: an old build
                 " ORDER BY started_at DESC, run_id DESC LIMIT 1",
                 (recipe,),
             ).fetchone()

@@ -10,6 +10,13 @@ loading line and never binds); `ignore-term` (ready, but it and its children ign
 --burst (tokens per chunk) and --ttft set its speed; --generation-fails answers /health but not a
 generation (vLLM's head-size trap). Unknown arguments (the real engine's flags) are accepted and
 ignored.
+
+Builds (for `watcher bisect`): --build names the build this process is (an image ref or a pip
+requirement; default: $FAKE_DOCKER_IMAGE, which the tests' fake docker sets from `docker run`'s
+image). With --builds (the builds in order), --bad-from B makes B and later builds crash with
+--bad-log (or, with --bad-mode slow, serve at --bad-tokens-per-s); --fixed-from B makes builds
+before B crash instead; --broken lists builds that crash differently; --report-version B=V makes
+build B report version V (a mislabelled image). --speed-noise F jitters the speed by up to +-F.
 """
 
 from __future__ import annotations
@@ -71,8 +78,66 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="act like a thinking model: spend max_tokens in <think> unless the request's "
         "chat_template_kwargs say enable_thinking: false",
     )
+    p.add_argument("--build", default=os.environ.get("FAKE_DOCKER_IMAGE"))
+    p.add_argument("--builds", default="", help="comma-separated build versions, oldest first")
+    p.add_argument("--bad-from", default=None)
+    p.add_argument("--fixed-from", default=None)
+    p.add_argument("--bad-mode", choices=("crash", "slow"), default="crash")
+    p.add_argument(
+        "--bad-log",
+        default="RuntimeError: size_n = 96 is not divisible by tile_n_size = 64",
+    )
+    p.add_argument("--bad-tokens-per-s", type=float, default=40.0)
+    p.add_argument("--broken", default="", help="comma-separated builds that fail differently")
+    p.add_argument("--report-version", action="append", default=[], metavar="BUILD=VERSION")
+    p.add_argument("--speed-noise", type=float, default=0.0)
     args, _unknown = p.parse_known_args(argv)
+    _apply_build(args)
     return args
+
+
+def build_version(build: str | None) -> str | None:
+    """The version a build names: an image's tag, a requirement's `==` version or wheel sha."""
+    if not build:
+        return None
+    if "==" in build:
+        return build.split("==", 1)[1].strip()
+    if "@" in build:
+        return build.rstrip("/").rsplit("/", 2)[-2] if "/" in build else build
+    return build.rsplit(":", 1)[-1] if ":" in build else build
+
+
+def _apply_build(a: argparse.Namespace) -> None:
+    """Turn the build this process is into a mode: pass, crash (as a bad or broken build), slow."""
+    version = build_version(a.build)
+    if version is None:
+        return
+    a.engine_version = version.removeprefix("v")
+    for pair in a.report_version:
+        build, _, reported = pair.partition("=")
+        if build == version:
+            a.engine_version = reported
+    order = [b for b in a.builds.split(",") if b]
+    if version in [b for b in a.broken.split(",") if b]:
+        a.mode, a.log_text, a.exit_code = "crash", _BROKEN_LOG, 1
+        return
+    pos = order.index(version) if version in order else None
+    bad = False
+    if a.bad_from is not None and pos is not None and a.bad_from in order:
+        bad = pos >= order.index(a.bad_from)
+    if a.fixed_from is not None and pos is not None and a.fixed_from in order:
+        bad = pos < order.index(a.fixed_from)
+    if bad and a.bad_mode == "crash":
+        a.mode, a.log_text, a.exit_code = "crash", a.bad_log, 1
+    elif bad:
+        a.tokens_per_s = a.bad_tokens_per_s
+    if a.speed_noise:
+        import random
+
+        a.tokens_per_s *= 1 + random.uniform(-a.speed_noise, a.speed_noise)
+
+
+_BROKEN_LOG = "ImportError: libcudart.so.13: cannot open shared object file: No such file"
 
 
 def _spawn_children(n: int, ignore_term: bool, pid_file: str | None) -> list[subprocess.Popen]:
@@ -264,6 +329,8 @@ def _metrics(a: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     a = _parse(argv)
     print(f"[fakeengine] server_args: port={a.port} mode={a.mode}", flush=True)
+    if a.build:
+        print(f"[fakeengine] engine version {a.engine_version} ({a.build})", flush=True)
     if a.pid_file:
         with open(a.pid_file, "a") as f:
             f.write(f"{os.getpid()}\n")
