@@ -53,11 +53,13 @@ def test_default_watch_list_is_valid():
         "sglang-marlin-guard",
         "sglang-gdn-spec-state",
         "sglang-qwen35-eagle3",
+        "sglang-offloader-tied-weights",
     }
     assert [b.id for b in cfg.blockers] == [
         "marlin-pad",
         "deltanet-rollback",
         "eagle3-layer-capture",
+        "offloader-tied-weights",
     ]
     marlin, gdn = cfg.blocker("marlin-pad"), cfg.blocker("deltanet-rollback")
     assert marlin.rule == "any"
@@ -71,7 +73,9 @@ def test_default_watch_list_is_valid():
     assert eagle.spec_decode and "--speculative-algorithm" in eagle.command
     assert "eagle3-layer-capture" in eagle.blockers
     assert not nospec.spec_decode and "--speculative-algorithm" not in nospec.command
-    assert nospec.blockers == ("marlin-pad",)
+    assert nospec.blockers == ("marlin-pad", "offloader-tied-weights")
+    # both recipes are TP=1: one 3090 needs the OffloaderV1 fix
+    assert "offloader-tied-weights" in eagle.blockers
     assert cfg.page("sglang").output == "docs/engines/SGLANG.md"
     assert cfg.settings.interval == 1800
 
@@ -240,7 +244,7 @@ def test_validate_cli_exit_codes(tmp_path):
         env=env,
     )
     assert r.returncode == 0, r.stderr
-    assert "12 items, 3 blockers, 4 recipes, 1 pages" in r.stdout
+    assert "13 items, 4 blockers, 4 recipes, 1 pages" in r.stdout
 
 
 def test_init_writes_default_and_never_overwrites(tmp_path):

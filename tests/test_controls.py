@@ -107,7 +107,10 @@ def test_transitions_caused_by_snoozed_items_trigger_nothing(tmp_path):
     assert worth_a_comment(dict(page_event))
     assert not worth_a_comment(dict(page_event, data={"snoozed": True}))
     now = datetime(2026, 11, 30, tzinfo=UTC)
-    items = {"sglang-autoround-mapping": {"state": "present"}}
+    items = {
+        "sglang-autoround-mapping": {"state": "present"},
+        "sglang-offloader-tied-weights": {"state": "present"},
+    }
     ev = evaluate(cfg, items, [], {}, now)
     assert ev.pages["sglang"].status == "ready-to-test"
     store = Store(tmp_path / "w.db")

@@ -91,7 +91,12 @@ def test_superseded_by_merged_pr_is_a_hint_not_a_fix(cfg):
 def test_sglang_loader_fix_clears_marlin_pad(cfg):
     ev = evaluate(cfg, rows(**{"sglang-autoround-mapping": "present"}), [], {}, NOW)
     assert ev.blockers["marlin-pad"].status == "fix-merged"
-    # the no-spec recipe only needs marlin-pad: the page becomes ready to test, not validated
+    # one 3090 still needs the offloader fix (a blocker of both TP=1 recipes)
+    assert ev.pages["sglang"].status == "blocked"
+    assert "offloader-tied-weights" in ev.pages["sglang"].reason
+    fixed = {"sglang-autoround-mapping": "present", "sglang-offloader-tied-weights": "present"}
+    ev = evaluate(cfg, rows(**fixed), [], {}, NOW)
+    # the no-spec recipe needs only those two: the page becomes ready to test, not validated
     assert ev.pages["sglang"].status == "ready-to-test"
     assert "sglang-nospec-tp1" in ev.pages["sglang"].reason
 
@@ -133,7 +138,9 @@ def test_signature_in_latest_target_run_reproduces_whatever_upstream_says(cfg):
 
 
 def test_off_target_runs_never_count(cfg):
-    items = rows(**{"sglang-autoround-mapping": "present"})
+    items = rows(
+        **{"sglang-autoround-mapping": "present", "sglang-offloader-tied-weights": "present"}
+    )
     ev = evaluate(cfg, items, [run("sglang-nospec-tp1", "passed", target=False)], {}, NOW)
     assert ev.blockers["marlin-pad"].status == "fix-merged"
     assert ev.pages["sglang"].status == "ready-to-test"
@@ -198,7 +205,9 @@ def test_override_and_park_expire(tmp_path):
 
 
 def test_pure_and_transitions(cfg):
-    items = rows(**{"sglang-autoround-mapping": "present"})
+    items = rows(
+        **{"sglang-autoround-mapping": "present", "sglang-offloader-tied-weights": "present"}
+    )
     a = evaluate(cfg, items, [], {}, NOW)
     b = evaluate(cfg, items, [], {}, NOW)
     assert a == b
@@ -207,9 +216,11 @@ def test_pure_and_transitions(cfg):
         "blocker:marlin-pad": {"status": "blocked"},
         "blocker:deltanet-rollback": {"status": "blocked"},
         "blocker:eagle3-layer-capture": {"status": "blocked"},
+        "blocker:offloader-tied-weights": {"status": "blocked"},
     }
     assert transitions(prev, a.statuses()) == [
         ("blocker:marlin-pad", "blocked", "fix-merged"),
+        ("blocker:offloader-tied-weights", "blocked", "fix-merged"),
         ("page:sglang", "blocked", "ready-to-test"),
     ]
 

@@ -74,7 +74,7 @@ def test_headline_and_one_status_line_per_line(seeded):
     page = page_of(cfg)
     first = page.splitlines()[0]
     assert re.match(
-        r"^# SGLang — blocked for \d+ days? on 3 upstream fixes <!-- volatile -->$", first
+        r"^# SGLang — blocked for \d+ days? on 4 upstream fixes <!-- volatile -->$", first
     )
     html = markdown.markdown(page)
     quote = html[html.index("<blockquote>") : html.index("</blockquote>")]

@@ -241,6 +241,7 @@ def test_code_item_satisfied_only_when_present():
     it = Item(id="g", repo="o/r", kind="code", paths=("a.py",), present=("x",))
     assert item_satisfied(it, {"state": "present"})
     assert not item_satisfied(it, {"state": "absent"})
+    assert not item_satisfied(it, {"state": "unreadable"})
     assert not item_satisfied(it, {"state": "file-missing"})
     assert not item_satisfied(it, None)
 

@@ -58,10 +58,13 @@ class Opt:
 ANY = object()
 _NAMES = {str: "a string", int: "an integer", bool: "a boolean", float: "a number"}
 
+_LOGIN = Opt({"login": Opt(str)})
 ISSUE = {
     "title": str,
     "state": str,
     "state_reason": Opt(str),
+    "user": _LOGIN,
+    "closed_by": _LOGIN,
     "html_url": Opt(str),
     "closed_at": Opt(str),
     "updated_at": Opt(str),
@@ -76,6 +79,7 @@ PULL = {
     "draft": Opt(bool),
     "merge_commit_sha": Opt(str),
     "html_url": Opt(str),
+    "base": Opt({"ref": Opt(str)}),
 }
 _ISSUE_REF = {
     "number": Opt(int),
@@ -84,7 +88,14 @@ _ISSUE_REF = {
     "repository_url": Opt(str),
     "url": Opt(str),
 }
-TIMELINE = [{"event": Opt(str), "source": Opt({"issue": Opt(_ISSUE_REF)})}]
+TIMELINE = [
+    {
+        "event": Opt(str),
+        "actor": _LOGIN,
+        "commit_id": Opt(str),
+        "source": Opt({"issue": Opt(_ISSUE_REF)}),
+    }
+]
 RELEASES = [
     {
         "id": int,
@@ -113,6 +124,13 @@ COMPARE = {
     "commits": Opt(COMMITS),
 }
 TAGS = [{"name": str, "commit": {"sha": str}}]
+# One commit (a page of its files: 300 a page, 3,000 at most): what follows a moved path.
+COMMIT = {
+    "sha": str,
+    "commit": Opt({"message": Opt(str)}),
+    "files": Opt([{"filename": str, "status": Opt(str), "previous_filename": Opt(str)}]),
+}
+REPO = {"default_branch": str}
 WORKFLOW_RUNS = {"workflow_runs": Opt([{"id": int, "display_title": Opt(str), "name": Opt(str)}])}
 WORKFLOW_RUN = {"id": int, "status": Opt(str), "conclusion": Opt(str), "html_url": Opt(str)}
 ARTIFACTS = {"artifacts": Opt([{"name": Opt(str), "archive_download_url": str}])}
@@ -129,9 +147,11 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/compare/.+"), COMPARE),
     (re.compile(rf"{_REPO}/commits"), COMMITS),
     (re.compile(rf"{_REPO}/tags"), TAGS),
+    (re.compile(rf"{_REPO}/commits/[^/]+"), COMMIT),
     (re.compile(rf"{_REPO}/actions/workflows/[^/]+/runs"), WORKFLOW_RUNS),
     (re.compile(rf"{_REPO}/actions/runs/\d+"), WORKFLOW_RUN),
     (re.compile(rf"{_REPO}/actions/runs/\d+/artifacts"), ARTIFACTS),
+    (re.compile(_REPO), REPO),
 ]
 
 

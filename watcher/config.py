@@ -96,6 +96,9 @@ class Item:
     ref: str | None = None  # code: a branch, a tag or "latest-release"; None: the default branch
     present: tuple[str, ...] = ()  # code: regexes the fixed code contains
     absent: tuple[str, ...] = ()  # code: regexes the fixed code no longer contains
+    exclude: tuple[str, ...] = ()  # commits: regexes that drop a commit (subject, word-bounded)
+    core: tuple[str, ...] = ()  # commits: of `paths`, those whose commits headline first
+    supersede_from: tuple[str, ...] = ()  # pull: other repos whose merged PRs may supersede it
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -507,6 +510,15 @@ def _item(r: _Reader) -> Item:
     present = r.regex_list("present")
     absent = r.regex_list("absent")
     branch = r.get("branch", str)
+    exclude = r.regex_list("exclude")
+    core = r.str_list("core")
+    supersede_from = r.str_list("supersede_from")
+    for other in supersede_from:
+        if not re.match(r"^[\w.-]+/[\w.-]+$", other):
+            r.fail("supersede_from", f"entries must be 'owner/name', got {other!r}")
+    for c in core:
+        if not any(c.strip("/") == p.strip("/") or c.startswith(p) for p in paths):
+            r.fail("core", f"{c!r} is not one of `paths` (or under one of them)")
     _check_kind_keys(r, kind, paths)
     if max_pages is not None and max_pages < 1:
         r.fail("max_pages", f"must be at least 1, got {max_pages}")
@@ -546,6 +558,9 @@ def _item(r: _Reader) -> Item:
         ref=ref,
         present=present,
         absent=absent,
+        exclude=exclude,
+        core=core,
+        supersede_from=supersede_from,
     )
     r.done()
     return item
@@ -562,6 +577,9 @@ _KIND_KEYS = {
     "ref": ("code",),
     "present": ("code",),
     "absent": ("code",),
+    "exclude": ("commits",),
+    "core": ("commits",),
+    "supersede_from": ("pull",),
 }
 
 

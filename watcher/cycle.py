@@ -33,6 +33,7 @@ from watcher.render import (
     status_document,
 )
 from watcher.site import build_site, last_checked_at
+from watcher.states import evidence_key
 from watcher.store import Store, iso, utcnow
 
 if TYPE_CHECKING:  # httpx loads only when a cycle polls (not for `--offline` or `status`)
@@ -199,6 +200,8 @@ def apply_observations(
                 },
                 None,
             )
+            if prev is not None and evidence_key(prev) == evidence_key(row):
+                continue  # a title, a warning or a ref read at: stored, but no event (no x → x)
             message = item_event_message(cfg, item.id, prev, obs)
             snoozed = bool(item.snooze and item.snooze.until >= date.fromisoformat(at[:10]))
             old_state = (prev or {}).get("state")
@@ -232,6 +235,8 @@ def record_transitions(
     events = []
     for key, old, new in transitions(previous, current):
         kind, _, subject = key.partition(":")
+        if kind == "blocker" and ev.blockers[subject].stale:
+            continue  # can't check right now: no transition, no comment (a first sighting too)
         reason = current[key][1]
         title = subject
         message = (

@@ -15,7 +15,7 @@ from typing import Any
 
 from watcher.compare import BELOW, CLEARS, rejudge, speed_phrase
 from watcher.config import Blocker, Config, Page, Recipe
-from watcher.states import item_satisfied
+from watcher.states import item_satisfied, item_unreadable
 from watcher.views import item_phrase, project_name
 
 CLEARED = ("fix-merged", "verified")
@@ -31,6 +31,7 @@ class BlockerStatus:
     evidence: tuple[dict[str, Any], ...] = ()
     override: dict[str, Any] | None = None
     hints: tuple[dict[str, Any], ...] = ()  # {item, satisfied, text}; never part of the status
+    stale: str | None = None  # why its items cannot be read now: the status is the last known
 
 
 @dataclass(frozen=True)
@@ -135,13 +136,61 @@ def hint_views(
 
 
 def evaluate_blocker(
-    b: Blocker, cfg: Config, items: dict[str, dict], latest: dict[str, dict], today: date
+    b: Blocker,
+    cfg: Config,
+    items: dict[str, dict],
+    latest: dict[str, dict],
+    today: date,
+    previous: dict[str, Any] | None = None,
 ) -> BlockerStatus:
-    """The blocker's status from its own items and smoke runs, with its hints alongside."""
+    """The blocker's status from its own items and smoke runs, with its hints alongside.
+    `previous`: its last stored status ({status, reason}), kept while its items are unreadable."""
     st = _blocker_status(b, cfg, items, latest, today)
+    if st.status in ("blocked", "fix-merged") and not st.override:
+        st = _unreadable(b, cfg, items, st, previous)
     detected = any(item_satisfied(cfg.item(i), items.get(i)) for i in b.items)
     return BlockerStatus(
-        st.id, st.status, st.reason, st.evidence, st.override, hint_views(b, cfg, items, detected)
+        st.id,
+        st.status,
+        st.reason,
+        st.evidence,
+        st.override,
+        hint_views(b, cfg, items, detected),
+        st.stale,
+    )
+
+
+def _unreadable(
+    b: Blocker,
+    cfg: Config,
+    items: dict[str, dict],
+    st: BlockerStatus,
+    previous: dict[str, Any] | None,
+) -> BlockerStatus:
+    """Unreadable is not "not fixed": when an unreadable item could still clear the blocker (no
+    readable item already satisfies `any`, or already fails `all`), the blocker keeps its
+    last known status, marked stale. With no last status it stays `blocked`, marked stale too, so
+    the page says "can't check right now", never "waiting for an upstream fix"."""
+    unreadable = [i for i in b.items if item_unreadable(cfg.item(i), items.get(i))]
+    if not unreadable or st.status != "blocked":
+        return st
+    others = [i for i in b.items if i not in unreadable]
+    known_fail = b.rule == "all" and any(
+        not item_satisfied(cfg.item(i), items.get(i)) for i in others
+    )
+    if known_fail:  # a readable item already says "not fixed" for the whole `all` rule
+        return st
+    why = "; ".join(f"{i}: {_unreadable_reason(items.get(i))}" for i in unreadable)
+    last = (previous or {}).get("status")
+    status = last if last in ("blocked", "fix-merged") else "blocked"
+    return BlockerStatus(
+        st.id,
+        status,
+        f"can't check right now ({why}); last known: {last or 'none'}",
+        st.evidence,
+        st.override,
+        st.hints,
+        why,
     )
 
 
@@ -225,6 +274,11 @@ def _blocker_status(
         f"waiting for {what}: {', '.join(waiting) or 'no items configured'}",
         tuple(evidence),
     )
+
+
+def _unreadable_reason(row: dict[str, Any] | None) -> str:
+    code = ((row or {}).get("details") or {}).get("code") or {}
+    return code.get("unreadable") or (row or {}).get("error") or "its files cannot be read"
 
 
 def _stage(run: dict[str, Any]) -> str:
@@ -392,7 +446,10 @@ def evaluate(
     """Pure: config + stored item rows + smoke runs + previous statuses -> statuses."""
     today = now.date()
     latest = latest_target_runs(runs)
-    blockers = {b.id: evaluate_blocker(b, cfg, items, latest, today) for b in cfg.blockers}
+    blockers = {
+        b.id: evaluate_blocker(b, cfg, items, latest, today, previous.get(f"blocker:{b.id}"))
+        for b in cfg.blockers
+    }
     pages = {
         p.id: evaluate_page(
             p, cfg, blockers, latest, (previous.get(f"page:{p.id}") or {}).get("status"), today

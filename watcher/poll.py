@@ -22,10 +22,11 @@ import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from watcher import moves, relevance, trust
 from watcher.config import LATEST_RELEASE, Item
 from watcher.errors import GitHubError
 
@@ -93,18 +94,6 @@ def issue_state(issue: dict[str, Any]) -> str:
     return reason if reason in ("completed", "not_planned") else "closed"
 
 
-def _repo_of(issue_like: dict[str, Any]) -> str | None:
-    """owner/name of an issue object from a timeline event (repository or its URLs)."""
-    repo = issue_like.get("repository") or {}
-    if repo.get("full_name"):
-        return repo["full_name"]
-    for key in ("repository_url", "url"):
-        m = re.search(r"/repos/([^/]+/[^/]+)", issue_like.get(key) or "")
-        if m:
-            return m.group(1)
-    return None
-
-
 class Poller:
     """Polls items concurrently (bounded) through one shared GitHubClient.
 
@@ -115,11 +104,16 @@ class Poller:
     def __init__(self, client: GitHubClient, concurrency: int = 8):
         self.client = client
         self.concurrency = concurrency
+        self.tracked: frozenset[tuple[str, int]] = frozenset()  # (repo, number) of issues/pulls
+        # PR (repo, number) -> the tracked item whose timeline links it ("owner/repo#N")
+        self.linked: dict[tuple[str, int], str] = {}
+        self._timelines: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self._tips: dict[tuple[str, str | None], Tip | GitHubError] = {}
         self._tips_lock = threading.Lock()
         self.finished = 0  # items read (or failed) so far: what a Ctrl-C mid-poll drops
 
     def poll_all(self, items: list[Item]) -> dict[str, Observation]:
+        self.tracked = relevance.tracked_numbers(items)
         keys = sorted(
             {(i.repo, ref_spec(i)) for i in items if i.kind in ("commits", "code") and i.paths},
             key=str,
@@ -128,8 +122,15 @@ class Poller:
         interrupted = False
         try:
             list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
-            results = pool.map(self._poll_counted, items)
-            return {o.item_id: o for o in results}
+            # issues and pulls first when there are streams: their timelines link PRs that
+            # rank a stream's commits (else config order, as ever)
+            streams = any(i.kind == "commits" for i in items)
+            threads = [i for i in items if streams and i.kind in ("issue", "pull")]
+            rest = [i for i in items if i not in threads]
+            seen = {o.item_id: o for o in pool.map(self._poll_counted, threads)}
+            self.linked = relevance.linked_pulls(threads, self._timelines)
+            seen.update((o.item_id, o) for o in pool.map(self._poll_counted, rest))
+            return {i.id: seen[i.id] for i in items if i.id in seen}
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -143,6 +144,26 @@ class Poller:
         with self._tips_lock:
             self.finished += 1
         return obs
+
+    def timeline(self, item: Item) -> list[dict[str, Any]]:
+        """An issue's or pull's timeline (conditional), read once per poller."""
+        key = (item.repo.lower(), int(item.number or 0))
+        with self._tips_lock:
+            known = self._timelines.get(key)
+        if known is None:
+            known = self.client.paginate(
+                f"/repos/{item.repo}/issues/{item.number}/timeline", {"per_page": 100}
+            )
+            with self._tips_lock:
+                self._timelines[key] = known
+        return known
+
+    def _read_links(self, item: Item) -> None:
+        """Read the timeline for what it links (a read error only costs the ranking)."""
+        try:
+            self.timeline(item)
+        except GitHubError:
+            pass
 
     def tip(self, repo: str, spec: str | None, raise_error: bool = True) -> Tip | None:
         """The tip of `spec` in `repo` (read once per poller); a read error is remembered too."""
@@ -182,15 +203,15 @@ class Poller:
             )
 
     def _path_warnings(self, item: Item, tip: Tip) -> dict[str, Any]:
-        """details["dead_paths"] and their sentences for an item's watched paths at a tip."""
-        dead = dead_paths(self.client, tip, item.paths)
-        return {"dead_paths": dead, "warnings": [dead_path_warning(item.kind, d) for d in dead]}
+        return path_warnings(self.client, item, tip)
 
     # -- code check
     def _code(self, item: Item) -> Observation:
         tip = self.tip(item.repo, item.ref)
-        state, evidence = read_code_item(self.client, item, tip.ref, sha=tip.sha, tree=tip.paths)
         details = self._path_warnings(item, tip)
+        state, evidence = read_code_item(
+            self.client, item, tip.ref, sha=tip.sha, tree=tip.paths, moved=details["moves"]
+        )
         details["code"] = evidence
         names = ", ".join(p.rsplit("/", 1)[-1] for p in item.paths)
         return Observation(
@@ -210,9 +231,15 @@ class Poller:
         path = f"/repos/{item.repo}/issues/{item.number}"
         page = self.client.get(path)
         issue = page.data
+        state = issue_state(issue)
+        if state == "completed" and trust.author_closed(issue) is not False:
+            if trust.closed_by_author(issue, self.timeline(item)):
+                state = "closed-by-author"  # not fixed: nothing merged is linked to it
+        else:
+            self._read_links(item)
         return Observation(
             item_id=item.id,
-            state=issue_state(issue),
+            state=state,
             title=issue["title"],
             url=issue.get("html_url") or item.html_url,
             updated_at=issue.get("closed_at") or issue.get("updated_at"),
@@ -236,48 +263,28 @@ class Poller:
             details={"merged_at": pull.get("merged_at"), "closed_at": pull.get("closed_at")},
         )
         merge_sha, fix_repo = None, item.repo
+        if state != "closed":
+            self._read_links(item)
         if state == "merged":
             merge_sha = pull.get("merge_commit_sha")
         elif state == "closed":
-            sup = self._superseding(item)
+            sup, context = trust.superseding(self.client, item, self.timeline(item), pull_state)
+            if context:  # shown, never counted: unmerged, or not from a trusted repository
+                obs.details["referenced_by"] = context
             if sup:
                 fix_repo, number, sup_pull = sup
                 obs.superseded_by = number
                 obs.superseded_state = pull_state(sup_pull)
                 obs.details["superseded_repo"] = fix_repo
+                obs.details["superseded_ref"] = f"{fix_repo}#{number}"
                 obs.details["superseded_title"] = sup_pull.get("title")
                 obs.details["superseded_url"] = sup_pull.get("html_url")
                 obs.details["superseded_merged_at"] = sup_pull.get("merged_at")
-                if obs.superseded_state == "merged":
-                    merge_sha = sup_pull.get("merge_commit_sha")
+                merge_sha = sup_pull.get("merge_commit_sha")
         if merge_sha:
             obs.details["merge_commit_sha"] = merge_sha
             obs.in_release = self.first_release_containing(fix_repo, merge_sha)
         return obs
-
-    def _superseding(self, item: Item) -> tuple[str, int, dict[str, Any]] | None:
-        """A merged PR that cross-references this closed one; else the newest referencing PR."""
-        events = self.client.paginate(
-            f"/repos/{item.repo}/issues/{item.number}/timeline", {"per_page": 100}
-        )
-        candidates: list[tuple[str, int]] = []
-        for ev in events:
-            if ev.get("event") != "cross-referenced":
-                continue
-            source = (ev.get("source") or {}).get("issue") or {}
-            if "pull_request" not in source or not source.get("number"):
-                continue
-            repo = _repo_of(source) or item.repo
-            key = (repo, int(source["number"]))
-            if key not in candidates and key != (item.repo, item.number):
-                candidates.append(key)
-        fallback = None
-        for repo, number in reversed(candidates):  # newest reference first
-            pull = self.client.get_json(f"/repos/{repo}/pulls/{number}")
-            if pull_state(pull) == "merged":
-                return repo, number, pull
-            fallback = fallback or (repo, number, pull)
-        return fallback
 
     def first_release_containing(self, repo: str, sha: str) -> str | None:
         """The oldest published release whose tag contains `sha`, by the compare API.
@@ -314,17 +321,26 @@ class Poller:
 
     # -- commit stream
     def _commits(self, item: Item) -> Observation:
-        commits, truncated = read_commit_stream(self.client, item)
-        matches = [commit_evidence(item.repo, c) for c in commits if commit_matches(item, c)]
-        details: dict[str, Any] = {"dead_paths": [], "warnings": []}
+        details: dict[str, Any] = {"dead_paths": [], "moves": [], "warnings": []}
         if item.paths:
             try:
                 details = self._path_warnings(item, self.tip(item.repo, item.branch))
-            except GitHubError as e:  # the stream itself was read: say only what is unknown
+            except GitHubError as e:  # the stream itself can be read: say only what is unknown
                 where = item.branch or "the default branch"
                 details["warnings"].append(
                     f"could not check that the watched paths still exist at {where}: {e}"
                 )
+        followed = [m["new"] for m in details["moves"] if m.get("new")]
+        read_as = replace(item, paths=(*item.paths, *followed)) if followed else item
+        paths_of: dict[str, list[str]] = {}
+        commits, truncated = read_commit_stream(self.client, read_as, paths_of=paths_of)
+        matched = [c for c in commits if commit_matches(item, c)]
+        ranked = relevance.rank(item, matched, paths_of, self.tracked, self.linked)
+        matches = [commit_evidence(item.repo, c) for c in ranked]
+        for ev, c in zip(matches, ranked, strict=True):
+            why = relevance.reasons(item, c, paths_of, self.tracked, self.linked)
+            if why:
+                ev["relevance"] = why
         details["warnings"] += [truncation_warning(item, t) for t in truncated]
         details.update(
             commits=matches[:MAX_COMMITS_SHOWN],
@@ -381,12 +397,25 @@ def commit_message(commit: dict[str, Any] | str) -> str:
 
 def commit_matches(item: Item, commit: dict[str, Any] | str) -> bool:
     """Does this commit satisfy the item's rule? `pattern` and every one of `terms` must match
-    the subject line (match = "subject", the default) or the whole message (match = "message")."""
+    the subject line (match = "subject", the default) or the whole message (match = "message"),
+    and no `exclude` term may be in the subject."""
     message = commit_message(commit)
-    text = message if item.match == "message" else (message.splitlines() or [""])[0]
+    subject = (message.splitlines() or [""])[0]
+    text = message if item.match == "message" else subject
     if item.pattern and not re.search(item.pattern, text):
         return False
-    return all(re.search(term, text) for term in item.terms)
+    if not all(re.search(term, text) for term in item.terms):
+        return False
+    return not excluded(item, subject)
+
+
+def excluded(item: Item, subject: str) -> str | None:
+    """The first `exclude` term found in the subject as a whole word (any case), or None."""
+    for term in item.exclude:
+        bare = term.removeprefix("(?i)")
+        if re.search(rf"(?<![\w])(?:{bare})(?![\w])", subject, re.IGNORECASE):
+            return term
+    return None
 
 
 def commit_evidence(repo: str, commit: dict[str, Any]) -> dict[str, Any]:
@@ -477,6 +506,24 @@ def dead_paths(client: GitHubClient, tip: Tip, paths: tuple[str, ...]) -> list[d
     ]
 
 
+def path_warnings(client: GitHubClient, item: Item, tip: Tip) -> dict[str, Any]:
+    """details["dead_paths"], details["moves"] and their sentences for an item's watched
+    paths at a tip: a dead path is looked up (renamed or removed) before it is warned about."""
+    dead = dead_paths(client, tip, item.paths)
+    found, warnings = [], []
+    for d in dead:
+        move = moves.follow(client, item.repo, d["path"], tip.ref, tip.paths)
+        if move is None:
+            warnings.append(dead_path_warning(item.kind, d))
+            continue
+        found.append(move.as_dict())
+        if move.new:
+            warnings.append(moves.move_warning(item.kind, move))
+        else:
+            warnings.append(dead_path_warning(item.kind, d) + moves.removed_note(move))
+    return {"dead_paths": dead, "moves": found, "warnings": warnings}
+
+
 def dead_path_warning(kind: str, dead: dict[str, Any]) -> str:
     """The sentence the page, the site, status.json, explain and validate show."""
     where = f"`{dead['path']}` no longer exists at {dead['ref']} ({dead['sha'][:7]})"
@@ -544,25 +591,45 @@ def read_code_item(
     *,
     sha: str | None = None,
     tree: frozenset[str] | None = None,
+    moved: list[dict[str, Any]] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Read a code item's files at `ref` (default: the item's configured ref, resolved) and judge
-    them: `present` when every `present` regex is found and no `absent` one is, `absent` when not,
-    `file-missing` when none of its files exists there. Evidence: the ref and commit read and the
-    matching lines with permalinks. `tree` (the tip's paths) skips reads of files known missing.
+    them: `present` when every `present` regex is found and no `absent` one is, `absent` when
+    not, `unreadable` when no file could be read (missing without a rename, a folder, too
+    large): neither fixed nor not fixed. A file that moved (`moved`: moves.Move dicts;
+    looked up here when not given) is read at its new path. Evidence: the ref and commit read
+    and the matching lines with permalinks. `tree` (the tip's paths) skips reads of files
+    known missing.
     """
     ref = ref or resolve_ref(client, item.repo, item.ref)
     sha = sha or head_sha(client, item.repo, ref)
+    look_up = moved is None  # the poller looked them up with the dead-path check already
+    new_path = {m["path"]: m["new"] for m in moved or () if m.get("new")}
     lines: list[dict[str, Any]] = []
-    missing, read = [], []
+    missing, read, unreadable = [], [], []
     found: dict[str, bool] = {p: False for p in (*item.present, *item.absent)}
-    for path in item.paths:
-        text = (
-            None
-            if tree is not None and path not in tree
-            else _read_file(client, item.repo, path, ref)
-        )
+
+    def text_at(path: str) -> str | None:
+        if tree is not None and path not in tree:
+            return None
+        return _read_file(client, item.repo, path, ref)
+
+    for watched in item.paths:
+        path = new_path.get(watched, watched)
+        try:
+            text = text_at(path)
+            if text is None and look_up:
+                move = moves.follow(client, item.repo, watched, ref, tree)
+                if move is not None and move.new and not move.new.endswith("/"):
+                    new_path[watched] = path = move.new
+                    text = text_at(path)
+        except GitHubError as e:
+            if e.status is not None:  # an HTTP error: the item goes stale, keeping its state
+                raise
+            unreadable.append({"path": path, "reason": str(e)})
+            continue
         if text is None:
-            missing.append(path)
+            missing.append(watched)
             continue
         read.append(path)
         for rule, patterns in (("present", item.present), ("absent", item.absent)):
@@ -570,11 +637,8 @@ def read_code_item(
                 hits = _find(item.repo, sha, path, text, pattern, rule)
                 found[pattern] = found[pattern] or bool(hits)
                 lines.extend(hits)
-    if not read:
-        state = "file-missing"
-    else:
-        ok = all(found[p] for p in item.present) and not any(found[p] for p in item.absent)
-        state = "present" if ok else "absent"
+    ok = all(found[p] for p in item.present) and not any(found[p] for p in item.absent)
+    state = ("present" if ok else "absent") if read else "unreadable"
     evidence = {
         "ref": ref,
         "sha": sha,
@@ -585,15 +649,29 @@ def read_code_item(
         "not_found": [p for p in item.present if not found[p]],
         "still_found": [p for p in item.absent if found[p]],
     }
+    if unreadable:
+        evidence["files_unreadable"] = unreadable
+    if new_path:
+        evidence["moved"] = new_path
+    if state == "unreadable":
+        why = [f"`{u['path']}`: {u['reason']}" for u in unreadable]
+        why += [f"`{p}` is not at {ref}" for p in missing]
+        evidence["unreadable"] = "; ".join(why) or "nothing to read"
     return state, evidence
 
 
 def read_commit_stream(
-    client: GitHubClient, item: Item, *, until: str | None = None, ref: str | None = None
+    client: GitHubClient,
+    item: Item,
+    *,
+    until: str | None = None,
+    ref: str | None = None,
+    paths_of: dict[str, list[str]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every commit in the item's paths back to `since` (following Link rel="next"), unless
     `max_pages` stops a path early. Returns (commits newest first, one entry per truncated path:
-    {path, pages, commits, oldest})."""
+    {path, pages, commits, oldest}). `paths_of`, when given, gets sha -> the watched paths
+    whose list named the commit (what the headline's relevance reads)."""
     params: dict[str, Any] = {"per_page": 100}
     if item.since:
         params["since"] = item.since
@@ -620,6 +698,8 @@ def read_commit_stream(
             pages += 1
         for c in batch:
             seen.setdefault(c["sha"], c)
+            if paths_of is not None and path:
+                paths_of.setdefault(c["sha"], []).append(path)
     commits = sorted(
         seen.values(),
         key=lambda c: (commit_evidence(item.repo, c)["date"] or "", c["sha"]),
@@ -646,7 +726,8 @@ def ref_spec(item: Item) -> str | None:
 def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str, str]], int]:
     """`watcher validate --online`: every watched path of commit and code items at its ref's tip.
 
-    Returns ([(item id, sentence)] for dead paths and unreadable refs, paths checked)."""
+    Returns ([(item id, sentence)] for dead paths, moves (with the `paths` edit that follows
+    them) and unreadable refs, paths checked)."""
     poller = Poller(client)
     problems: list[tuple[str, str]] = []
     checked = 0
@@ -655,11 +736,16 @@ def check_paths(client: GitHubClient, items: list[Item]) -> tuple[list[tuple[str
             continue
         try:
             tip = poller.tip(item.repo, ref_spec(item))
-            dead = dead_paths(client, tip, item.paths)
+            found = path_warnings(client, item, tip)
         except GitHubError as e:
             where = ref_spec(item) or "the default branch"
             problems.append((item.id, f"could not read {item.repo} at {where}: {e}"))
             continue
         checked += len(item.paths)
-        problems += [(item.id, dead_path_warning(item.kind, d)) for d in dead]
+        problems += [(item.id, w) for w in found["warnings"]]
+        edit = moves.suggested_paths(
+            item.paths, [moves.Move(**{**m, "maybe": tuple(m["maybe"])}) for m in found["moves"]]
+        )
+        if edit:
+            problems.append((item.id, "suggested edit: paths = " + json.dumps(edit)))
     return problems, checked

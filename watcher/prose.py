@@ -16,6 +16,8 @@ from watcher.signatures import all_signatures
 from watcher.store import parse_iso
 from watcher.views import project_name
 
+# A blocker whose items cannot be read now keeps its last status; the reader is told so, short.
+STALE_WORDS = "can't check right now"
 # What a status means, as a reader would say it.
 BLOCKER_WORDS = {
     "blocked": "waiting for an upstream fix",
@@ -39,6 +41,8 @@ STATE_WORDS = {
     "present": "fix found in the code",
     "absent": "fix not in the code",
     "file-missing": "checked files missing",
+    "unreadable": "can't read the checked files",
+    "closed-by-author": "closed by its author (nothing merged)",
     "none": "no release yet",
 }
 OUTCOME_WORDS = {
@@ -147,6 +151,10 @@ def item_name(view: dict[str, Any]) -> str:
 def blocker_sentence(cfg: Config, b: dict[str, Any], run: dict[str, Any] | None, gpu: str) -> str:
     """Why a blocker has its status, for a reader: names, dates and GPUs, never ids."""
     status = b["status"]
+    if b.get("stale") and not b.get("override"):
+        if status == "blocked":  # never "waiting for a fix" on the ground of an unread file
+            return STALE_WORDS
+        return f"{STALE_WORDS}; last known: {BLOCKER_WORDS.get(status, status)}"
     if b.get("override"):
         o = b["override"]
         until = f" until {o['until']}" if o.get("until") else ""

@@ -53,6 +53,13 @@ FLOOR_HEADLINE = "parked: it runs, but slower than the validated path"
 # upstream text in status.json, and how much of each is kept (the page keeps as much or less)
 UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
+STALE_MARK = "❔"  # its items cannot be read now: the last known status, never "❌ waiting"
+
+
+def blocker_mark(st: Any) -> str:
+    return STALE_MARK if getattr(st, "stale", None) else BLOCKER_MARKS.get(st.status, "")
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 ZWJ = "\u200d"
@@ -274,6 +281,7 @@ def status_document(
                 "title": b.title,
                 "status": st.status,
                 "reason": _plain(st.reason, 500),
+                "stale": st.stale,
                 "items": list(b.items),
                 "watch": list(b.watch),
                 "rule": b.rule,
@@ -469,7 +477,8 @@ def page_context(
                 "rule": b.rule,
                 "status": st.status,
                 "reason": st.reason,
-                "mark": BLOCKER_MARKS[st.status],
+                "mark": blocker_mark(st),
+                "stale": st.stale,
                 "override": st.override,
                 "items": [item_view(cfg, i, items.get(i)) for i in b.items],
                 "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
@@ -487,7 +496,7 @@ def page_context(
             None,
         )
         view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
-        view["words"] = prose.BLOCKER_WORDS.get(st.status, st.status)
+        view["words"] = prose.STALE_WORDS if st.stale else prose.BLOCKER_WORDS.get(st.status)
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
     recipes = []
@@ -523,7 +532,7 @@ def page_context(
                     {
                         "id": b,
                         "status": ev.blockers[b].status,
-                        "mark": BLOCKER_MARKS[ev.blockers[b].status],
+                        "mark": blocker_mark(ev.blockers[b]),
                     }
                     for b in r.blockers
                 ],
@@ -534,8 +543,12 @@ def page_context(
                 "blocker_titles": [
                     {
                         "title": cfg.blocker(b).title,
-                        "words": prose.BLOCKER_WORDS.get(ev.blockers[b].status),
-                        "mark": BLOCKER_MARKS[ev.blockers[b].status],
+                        "words": (
+                            prose.STALE_WORDS
+                            if ev.blockers[b].stale
+                            else prose.BLOCKER_WORDS.get(ev.blockers[b].status)
+                        ),
+                        "mark": blocker_mark(ev.blockers[b]),
                     }
                     for b in r.blockers
                 ],

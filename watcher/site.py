@@ -44,10 +44,10 @@ from watcher.errors import WatcherError
 from watcher.evaluate import Evaluation, evaluate, page_subjects
 from watcher.redact import redact
 from watcher.render import (
-    BLOCKER_MARKS,
     FLOOR_HEADLINE,
     KIND_WORDS,
     PAGE_HEADLINES,
+    blocker_mark,
     environment,
     page_sources,
     page_text,
@@ -543,8 +543,9 @@ def site_context(
                 "description": b.description,
                 "status": st.status,
                 "tone": STATUS_TONES.get(st.status, "muted"),
-                "mark": BLOCKER_MARKS.get(st.status, ""),
+                "mark": blocker_mark(st),
                 "reason": st.reason,
+                "stale": st.stale,
                 "since": since(f"blocker:{b.id}"),
                 "rule": b.rule,
                 "signatures": list(b.signatures),

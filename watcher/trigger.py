@@ -1,7 +1,9 @@
 """When check-now runs (or dispatches) a smoke test, and how many it may run per day.
 
 A recipe is due when, in this cycle: a page it is on became `ready-to-test`; an item of one of its
-blockers (items or watch; hints only with hints_trigger_smoke; snoozed items excepted) changed;
+blockers (items or watch; hints only with hints_trigger_smoke; snoozed items excepted) changed
+its state or evidence (item events are recorded only then: a title, a body or a new
+cross-reference is never a trigger, see `watcher.states.evidence_key`);
 the engine's release stream changed; or its last validation on target hardware is older than
 smoke.validation_max_age. Parked pages trigger nothing. Never more than smoke.max_runs_per_day
 runs started in the last 24 hours (dispatched runs not yet collected count too).

@@ -30,6 +30,15 @@ def item_evidence(kind: str, details: dict[str, Any]) -> dict[str, Any]:
             "files_missing": list(code.get("files_missing") or []),
             "not_found": list(code.get("not_found") or []),
             "still_found": list(code.get("still_found") or []),
+            "files_read": list(code.get("files_read") or []),
+            "moved": dict(code.get("moved") or {}),
+            "unreadable": code.get("unreadable"),
+        }
+    if kind == "pull":
+        # the superseding PR by its real repository; referencing PRs that never count
+        return {
+            "superseded": details.get("superseded_ref"),
+            "referenced_by": list(details.get("referenced_by") or []),
         }
     return {}
 
@@ -88,8 +97,11 @@ def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
         return f"{name}{ref} not read yet"
     if item.kind == "pull":
         number = item.number
+        fix_repo = (row.get("details") or {}).get("superseded_repo") or item.repo
         if state == "closed" and row.get("superseded_state") == "merged":
             number = row.get("superseded_by") or number
+            if fix_repo.lower() != item.repo.lower():  # a trusted other repository: say which
+                name, number = fix_repo, f"{row.get('superseded_by')}".lstrip("#")
         if not item_satisfied(item, row) and state != "merged":
             sup = row.get("superseded_by")
             via = f", superseded by #{sup} ({row.get('superseded_state')})" if sup else ""
@@ -99,6 +111,8 @@ def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
             f"first in {release}" if release else "in no release yet"
         )
     if item.kind == "issue":
+        if state == "closed-by-author":
+            return f"{name} issue #{item.number} was closed by its author, with no fix merged"
         return f"{name} issue #{item.number} is {state.replace('_', ' ')}"
     if item.kind == "commits":
         if state != "matched":
@@ -112,6 +126,7 @@ def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
             "present": "the fix is in",
             "absent": "the fix is not in",
             "file-missing": "the checked files are missing from",
+            "unreadable": "the checked files can't be read in",
         }
         return f"{words.get(state, state)} {name}'s code at {ref}"
     return f"latest {name} release: {state}"

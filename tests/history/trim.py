@@ -3,7 +3,9 @@
 Keeps, per repository, every commit of the export in full (sha, parents, dates, author, message,
 files: the engine lists commits by path and reads the branch tip, so none can be dropped without
 the replay answering 503 for most lists), the tags, the whole file tree at the cut, and the
-contents of only the few files that code items read (the export has ~1,000 blobs, 2.2 MB).
+contents of only the few files that code items (and the tests of moved files) read (the export
+has ~1,000 blobs, 2.2 MB). A commit keeps the export's `status` (A/D per path) and `renamed` ({new:
+old}) where it has them: the fake's single-commit answer lists renames as GitHub does.
 
     python tests/history/trim.py ../shared/history tests/history
 """
@@ -21,7 +23,11 @@ BLOBS = {
         "python/sglang/srt/layers/quantization/marlin_utils.py",
         "python/sglang/srt/layers/quantization/auto_round.py",
         "python/sglang/srt/models/qwen3_5.py",
+        "python/sglang/srt/models/qwen3_5_mtp.py",
         "python/sglang/srt/layers/attention/fla/fused_recurrent.py",
+        # moved files (issue 20): a rename (git: 99% similar) and a move with heavy edits
+        "python/sglang/srt/layers/quantization/awq/awq_triton.py",
+        "python/sglang/srt/layers/quantization/awq/awq.py",
     ],
     "fla-org/flash-linear-attention": [],
     "MoonshotAI/FlashKDA": [],

@@ -44,7 +44,9 @@ class Commit:
     authored_text: str | None = None
     author: str | None = None
     message: str = ""
-    files: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # a rename's old and new path both (as git lists them)
+    status: tuple[tuple[str, str], ...] = ()  # (path, "A" | "D") where not a plain modification
+    renamed: tuple[tuple[str, str], ...] = ()  # (new path, old path): git's rename detection
 
     @property
     def subject(self) -> str:
@@ -89,6 +91,8 @@ class RepoHistory:
                 author=c.get("author"),
                 message=c["message"],
                 files=tuple(c["files"]),
+                status=tuple(sorted((c.get("status") or {}).items())),
+                renamed=tuple(sorted((c.get("renamed") or {}).items())),
             )
             self.commits[commit.sha] = commit
             self.order.append(commit.sha)

@@ -94,6 +94,8 @@ class ReplayGitHub(FakeGitHub):
                     "message": c.message,
                     "date": iso(c.committed),
                     "files": list(c.files),
+                    "status": dict(c.status),
+                    "renamed": dict(c.renamed),
                     "author": c.author or "unknown",
                     "parent": c.parents[0] if c.parents and c.parents[0] in git.commits else None,
                     "tree": {},

@@ -191,7 +191,11 @@ def issue_json(gh: FakeGitHub, rec: dict, with_repo: bool = False) -> dict:
         "closed_at": rec["closed_at"],
         "created_at": rec["created_at"],
         "updated_at": rec["updated_at"],
-        "closed_by": user_json(gh, rec["user"]) if rec["state"] == "closed" else None,
+        "closed_by": (
+            user_json(gh, rec.get("closed_by") or r.owner)
+            if rec["state"] == "closed" and rec.get("closed_by") != ""
+            else None
+        ),
         "author_association": "CONTRIBUTOR",
         "state_reason": rec["state_reason"],
         "reactions": reactions_json(f"{api}/issues/{n}"),

@@ -33,7 +33,9 @@ def tree_sha(gh: FakeGitHub, r: Repo, commit: str) -> str:
         return sha("tree", commit)
 
 
-def commit_json(gh: FakeGitHub, r: Repo, c: dict, detail: bool = False) -> dict:
+def commit_json(
+    gh: FakeGitHub, r: Repo, c: dict, detail: bool = False, files: list[dict] | None = None
+) -> dict:
     api = api_url(gh, r)
     ident = c["sha"]
     tree = tree_sha(gh, r, ident)
@@ -69,7 +71,7 @@ def commit_json(gh: FakeGitHub, r: Repo, c: dict, detail: bool = False) -> dict:
         "parents": parents,
     }
     if detail:
-        files = files_json(gh, r, [c])
+        files = files_json(gh, r, [c]) if files is None else files
         adds = sum(f["additions"] for f in files)
         dels = sum(f["deletions"] for f in files)
         out["stats"] = {"total": adds + dels, "additions": adds, "deletions": dels}
@@ -78,20 +80,33 @@ def commit_json(gh: FakeGitHub, r: Repo, c: dict, detail: bool = False) -> dict:
 
 
 def files_json(gh: FakeGitHub, r: Repo, commits: list[dict]) -> list[dict]:
-    """The files the commits touch; seeded contents give real blob shas and added/removed."""
+    """The files the commits touch; seeded contents give real blob shas and added/removed.
+
+    A rename (`renamed` {new: old}) is one entry, status `renamed` with `previous_filename`,
+    as GitHub answers; a recorded `status` (A/D per path) gives added/removed where no
+    contents were seeded."""
     seen: dict[str, dict] = {}
     for c in commits:
         changes = c.get("changes") or {}
         before = c.get("parent_tree") or {}
+        renamed = c.get("renamed") or {}
+        recorded = c.get("status") or {}
+        moved_away = set(renamed.values())
         for name in c["files"]:
+            if name in moved_away and name not in renamed:
+                continue  # listed once, under its new name
             status, blob = "modified", sha("blob", c["sha"], name)
+            if recorded.get(name) == "A":
+                status = "added"
+            elif recorded.get(name) == "D":
+                status = "removed"
             if name in changes:
                 blob = changes[name] or before.get(name, blob)
                 if changes[name] is None:
                     status = "removed"
                 elif name not in before:
                     status = "added"
-            seen[name] = {
+            entry = {
                 "sha": blob,
                 "filename": name,
                 "status": status,
@@ -103,6 +118,9 @@ def files_json(gh: FakeGitHub, r: Repo, commits: list[dict]) -> list[dict]:
                 "contents_url": f"{api_url(gh, r)}/contents/{quote(name)}?ref={c['sha']}",
                 "patch": "@@ -1,2 +1,4 @@",
             }
+            if name in renamed:
+                entry.update(status="renamed", previous_filename=renamed[name])
+            seen[name] = entry
     return list(seen.values())
 
 

@@ -21,6 +21,7 @@ __all__ = ["GitHubState", "Repo", "Unknown", "PERMISSIONS"]
 # Fields an issue or pull record keeps; `update()` puts anything else into "extra", which is
 # laid over the rendered JSON (so a test can set e.g. locked=True).
 RECORD_FIELDS = {
+    "closed_by",
     "title",
     "state",
     "state_reason",
@@ -106,8 +107,11 @@ class GitHubState:
         labels: Iterable[str | dict] = (),
         body: str = "",
         user: str = "someone",
+        closed_by: str | None = None,
     ) -> dict:
-        """Seed an issue. A closed issue without a state_reason reads "completed", like GitHub."""
+        """Seed an issue. A closed issue without a state_reason reads "completed", like GitHub.
+        `closed_by`: who closed it (default: the repository's owner, a maintainer; "": not
+        said, null, as GitHub answers for some issues: the timeline's `closed` actor tells)."""
         if state == "closed" and state_reason is None:
             state_reason = "completed"
         return self._add(repo, number, False, locals())
@@ -251,11 +255,15 @@ class GitHubState:
         files: Iterable[str] = (),
         author: str = "dev",
         contents: dict[str, str | bytes | None] | None = None,
+        renamed: dict[str, str] | None = None,
     ) -> dict:
         """Append a commit to the default branch, which advances to it.
 
         `contents` ({path: text | bytes | None}) are the file changes it makes (None deletes);
         `files` defaults to its keys. Its tree is the parent's tree plus these changes.
+        `renamed` ({new path: old path}) is git's rename detection: the single-commit answer
+        lists each as one `renamed` entry with `previous_filename` (give the old path None in
+        `contents` and the new one its text, as a move does).
         """
         with self._lock:
             r = self._repo(repo)
@@ -264,7 +272,11 @@ class GitHubState:
             ident = sha or util.sha(r.full_name, len(r.git.commits), message, date)
             if ident in r.git.commits:
                 raise ValueError(f"commit {ident} already in {repo}")
+            for new, old in (renamed or {}).items():
+                files += [p for p in (old, new) if p not in files]
             rec = {"sha": ident, "message": message, "date": date, "files": files, "author": author}
+            if renamed:
+                rec["renamed"] = dict(renamed)
             r.git.add(rec, contents)
             return shapes_git.commit_json(self, r, rec, detail=True)
 

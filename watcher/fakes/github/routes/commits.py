@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING
 from watcher.fakes.github.http import Ctx, HTTPError, Reply
 from watcher.fakes.github.shapes import api_url
 from watcher.fakes.github.shapes_git import commit_json, files_json
-from watcher.fakes.github.util import WEB, iso
+from watcher.fakes.github.util import WEB, iso, to_int
+
+FILES_PER_PAGE = 300  # GitHub's page of one commit's files
+FILES_MAX = 3000  # and the most it lists at all
 
 if TYPE_CHECKING:
     from watcher.fakes.github.server import FakeGitHub
@@ -55,7 +58,21 @@ def get_commit(gh: FakeGitHub, ctx: Ctx) -> Reply:
             reply = Reply(200, c["sha"].encode(), {"Content-Type": "text/plain; charset=utf-8"})
             reply.cacheable = True
             return reply
-        return gh._json(commit_json(gh, r, c, detail=True), last_modified=c["date"])
+        # GitHub lists at most 300 files per page of one commit (Link rel="next" for the rest,
+        # up to 3,000); every page repeats the commit itself.
+        files = files_json(gh, r, [c])[:FILES_MAX]
+        last = max(1, -(-len(files) // FILES_PER_PAGE))
+        page = min(max(to_int(ctx.query.get("page"), 1), 1), last + 1)
+        chunk = files[(page - 1) * FILES_PER_PAGE : page * FILES_PER_PAGE]
+        links = []
+        if page < last:
+            links = [("next", f"?page={page + 1}"), ("last", f"?page={last}")]
+        return gh._json(
+            commit_json(gh, r, c, detail=True, files=chunk),
+            last_modified=c["date"],
+            links=links,
+            link_base=gh.url + gh._link_path(ctx.path),
+        )
 
 
 def compare(gh: FakeGitHub, ctx: Ctx) -> Reply:
