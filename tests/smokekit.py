@@ -134,6 +134,23 @@ PYTHONPATH = "{REPO}"
     return path
 
 
+def clearing_comparison(baseline: str = "vllm-mtp-tp2", target: bool = True) -> dict:
+    """A stored comparison in which a recipe clears its speed floor (90 vs 85 tokens/s)."""
+    return {
+        "baseline": baseline,
+        "baseline_title": "vLLM MTP",
+        "verdict": "clears",
+        "baseline_passed": True,
+        "matches_target": target,
+        "decode_tokens_per_s": 90.0,
+        "baseline_decode_tokens_per_s": 85.0,
+        "speed_ratio": 1.059,
+        "speed_ratio_range": [1.02, 1.1],
+        "hardware": "NVIDIA GeForce RTX 3090",
+        "date": "2026-11-29",
+    }
+
+
 def write_exe(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -57,6 +57,15 @@ FAMILIES = {
     "identifier listed on 'https://huggingface.co/models'",
     "docker-gpu": 'docker: Error response from daemon: could not select device driver "" '
     "with capabilities: [[gpu]].",
+    # real vLLM 0.32.0 (CPU build) lines; whole logs in tests/realengine/fixtures
+    "unknown-flag": "api_server.py: error: unrecognized arguments: --no-such-flag-xyz",
+    "bad-speculative-config": "pydantic_core._pydantic_core.ValidationError: 1 validation error"
+    " for SpeculativeConfig",
+    "unsupported-attention": "RuntimeError: Unsupported CPU attention configuration: head_dim=16"
+    " isa=2 kv_cache_idx=0",
+    "quantization-mismatch": "ValueError: Quantization method specified in the model config "
+    "(auto-round) does not match the quantization method specified in the `quantization` "
+    "argument (awq_marlin).",
 }
 
 

@@ -69,7 +69,7 @@ def test_default_watch_list_is_valid():
     assert gdn.items == ("sglang-gdn-spec-state",)
     assert {"vllm-39931", "vllm-40124", "fla-rollback"} <= set(gdn.watch)
     assert cfg.item("sglang-marlin-guard").ref == "latest-release"
-    eagle, nospec = cfg.recipes
+    eagle, nospec = cfg.recipe("sglang-eagle-tp1"), cfg.recipe("sglang-nospec-tp1")
     assert eagle.spec_decode and "--speculative-algorithm" in eagle.command
     assert "eagle3-layer-capture" in eagle.blockers
     assert not nospec.spec_decode and "--speculative-algorithm" not in nospec.command
@@ -244,7 +244,7 @@ def test_validate_cli_exit_codes(tmp_path):
         env=env,
     )
     assert r.returncode == 0, r.stderr
-    assert "13 items, 4 blockers, 2 recipes, 2 pages" in r.stdout
+    assert "13 items, 4 blockers, 4 recipes, 2 pages" in r.stdout
 
 
 def test_init_writes_default_and_never_overwrites(tmp_path):

@@ -300,3 +300,19 @@ def test_init_refuses_an_unpinned_install(tmp_path):
     r = CliRunner().invoke(cli, ["init", "--github", "--install", "watcher", str(tmp_path)])
     assert r.exit_code == 2 and "not pinned" in r.output
     assert not (tmp_path / ".github").exists()
+
+
+def test_gpu_host_quantization_that_the_checkpoint_contradicts(gpu_host):
+    path, _bin, models, _port = gpu_host
+    (models / "qwen" / "config.json").write_text(
+        '{"quantization_config": {"quant_method": "auto-round", "bits": 4}}'
+    )
+    text = path.read_text().replace(
+        '"--model-path", "{model}"]', '"--model-path", "{model}", "--quantization", "awq_marlin"]'
+    )
+    path.write_text(text)
+    result = doctor(path, "--gpu")
+    assert result.exit_code == 1
+    line = lines(result)["quantization of docker-tp1"]
+    assert "--quantization awq_marlin" in line and "quant_method = auto-round" in line
+    assert "fix: drop --quantization from recipe docker-tp1" in line

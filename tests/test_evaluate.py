@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from smokekit import clearing_comparison
 
 from watcher.config import load_config, parse_config
 from watcher.evaluate import evaluate, transitions
@@ -60,6 +61,8 @@ def run(
             "matches_target": target,
         },
         "metrics": {},
+        # the default SGLang recipes are judged against the vLLM MTP baseline: a pass clears it
+        **({"comparison": clearing_comparison(target=target)} if outcome == "passed" else {}),
     }
 
 
@@ -184,8 +187,8 @@ def test_override_and_park_expire(tmp_path):
             'fails_at = "startup"\n[blocker.override]\nstatus = "verified"\nreason = "by hand, dual 3090"\nuntil = "2026-12-01"',
         )
         .replace(
-            'recipes = ["sglang-eagle-tp1", "sglang-nospec-tp1"]',
-            'recipes = ["sglang-eagle-tp1", "sglang-nospec-tp1"]\n[page.park]\nreason = "on hold"\nuntil = "2026-11-30"',
+            'recipes = ["sglang-mtp-tp1", "sglang-eagle-tp1", "sglang-nospec-tp1"]',
+            'recipes = ["sglang-mtp-tp1", "sglang-eagle-tp1", "sglang-nospec-tp1"]\n[page.park]\nreason = "on hold"\nuntil = "2026-11-30"',
         )
     )
     cfg = parse_config(text, tmp_path / "watch.toml")

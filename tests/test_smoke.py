@@ -190,6 +190,66 @@ def test_children_ignoring_sigterm_are_killed_and_nothing_is_left(tmp_path):
     assert group_members(pids[0]) == []  # the engine's whole process group is gone, too
 
 
+def test_health_200_is_not_ready_until_a_generation_answers(tmp_path):
+    """vLLM's CPU build answers /health 200, then fails the first request and exits."""
+    cfg_path = write_config(
+        tmp_path, engine_command("--ready-delay", "0.2", "--generation-fails"), engine="vllm"
+    )
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "failed" and doc["stage_reached"] == "launch"
+    assert "its ready path answered, but a first generation answered HTTP 500" in doc["reason"]
+    assert doc["signature"] == "unsupported-attention"
+    assert doc["teardown"]["leftovers"] == []
+
+
+def test_decode_rate_counts_usage_tokens_over_the_whole_stream(tmp_path):
+    """Bursts of tokens per chunk (as real engines send) must not inflate decode tokens/s."""
+    cfg_path = write_config(
+        tmp_path,
+        engine_command("--ready-delay", "0.2", "--tokens-per-s", "100", "--burst", "8"),
+        checks="repeats = 3\ndecode_tokens = 32",
+    )
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    m = doc["metrics"]
+    assert m["decode_tokens"] == 32 and m["timing_source"] == "client"
+    assert 40 < m["decode_tokens_per_s"] <= 110  # 100 tok/s, never the chunk-gap explosion
+    assert len(m["decode_samples"]) == 3 and m["decode_spread"]["n"] == 3
+    assert m["decode_spread"]["min"] <= m["decode_tokens_per_s"] <= m["decode_spread"]["max"]
+
+
+def test_decode_rate_and_ttft_come_from_the_engines_own_clocks_when_it_has_them(tmp_path):
+    """vLLM times each request's decode itself; a client on a busy host may read a whole
+    stream at once (seen: 129,924 tok/s from one repeat on a loaded 2-core machine)."""
+    cfg_path = write_config(
+        tmp_path,
+        engine_command(
+            "--ready-delay", "0.2", "--metrics-style", "vllm", "--tokens-per-s", "100",
+            "--burst", "8", "--ttft", "0.05",
+        ),
+        engine="vllm",
+        checks="repeats = 2\ndecode_tokens = 32",
+    )  # fmt: skip
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    m = doc["metrics"]
+    assert m["timing_source"] == "engine"
+    assert 40 < m["decode_tokens_per_s"] <= 110
+    assert 0.04 <= m["ttft_s"] < 1.0
+
+
+@pytest.mark.parametrize("answer, outcome", [(" ", "passed"), ("", "failed")])
+def test_empty_expect_still_needs_a_token(tmp_path, answer, outcome):
+    """A model that knows nothing (the tiny test model answers whitespace): `expect = ""` turns
+    the known-answer check off, but at least one token must come back."""
+    cfg_path = write_config(tmp_path, engine_command("--ready-delay", "0.2", "--answer", answer))
+    cfg_path.write_text(cfg_path.read_text().replace('expect = "Paris"', 'expect = ""'))
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == outcome, doc["reason"]
+    if outcome == "failed":
+        assert "generated no token" in doc["reason"]
+
+
 def test_thinking_model_is_asked_not_to_think(tmp_path):
     cfg_path = write_config(tmp_path, engine_command("--thinking", "--ready-delay", "0.3"))
     _, doc = run(cfg_path)

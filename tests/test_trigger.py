@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from smokekit import REPO, RTX3090, engine_command, fake_nvidia_smi, free_port, with_path
+from smokekit import (
+    REPO,
+    RTX3090,
+    clearing_comparison,
+    engine_command,
+    fake_nvidia_smi,
+    free_port,
+    with_path,
+)
 
 from watcher import dispatch
 from watcher.cli import cli
@@ -549,6 +557,7 @@ def test_sglang_page_shows_the_validated_recipe_with_its_numbers(tmp_path):
         metrics={"startup_s": 81.0, "ttft_s": 0.12, "decode_tokens_per_s": 38.5,
                  "accept_length": None},
         reason="passed: ready in 81 s, decode 38.5 tok/s",
+        comparison=clearing_comparison(),
     )  # fmt: skip
     seed_runs(cfg, [doc])
     report = run_cycle(cfg, offline=True)

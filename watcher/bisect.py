@@ -146,7 +146,16 @@ def recipe_for(recipe: Recipe, build: str) -> Recipe:
             arg = build
         command.append(arg.replace("{build}", build))
     env = tuple((k, v.replace("{build}", build)) for k, v in recipe.env)
-    return replace(recipe, command=tuple(command), env=(*env, ("WATCHER_BUILD", build)))
+    # a step compares builds of this recipe with each other, not with its baseline recipe
+    # (issue 19's relative verdict would launch the baseline at every step)
+    return replace(
+        recipe,
+        command=tuple(command),
+        env=(*env, ("WATCHER_BUILD", build)),
+        baseline=None,
+        min_speed_vs_baseline=None,
+        max_ttft_vs_baseline=None,
+    )
 
 
 def _candidates(cfg: Config, store: Store, recipe: Recipe) -> list[dict[str, str]]:

@@ -629,4 +629,8 @@ def describe(finding: Finding) -> str:
     s = finding.signature
     what = KIND_WORDS.get(s.kind, s.kind)
     desc = f": {s.description}" if s.description else ""
+    m = re.search(s.pattern, finding.line)
+    detail = (m.groupdict().get("detail") or "").strip()[:200] if m else ""
+    if detail:
+        desc += f" ({detail})"
     return f"{s.id} ({what}){desc}. Log line {finding.line_no}: {finding.line}"

@@ -317,6 +317,8 @@ def validate(config_path: str, online: bool) -> None:
 
     Example: watcher validate --config watch.toml --online
     """
+    from watcher.doctor import quantization_checks
+
     cfg = _config(config_path)
     click.echo(
         f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
@@ -329,6 +331,8 @@ def validate(config_path: str, online: bool) -> None:
             sentence = slow_pattern(pattern) if pattern else None
             if sentence:
                 click.echo(f"warning: [item.{item.id}] {sentence}", err=True)
+    for check in quantization_checks(cfg):  # a recipe premise the model folder contradicts
+        click.echo(f"warning: {check.name}: {check.detail}\n  fix: {check.fix}", err=True)
     if not online:
         return
     from watcher.github import GitHubClient
@@ -544,7 +548,8 @@ def status(config_path: str, as_json: bool) -> None:
                     "last_attempt": attempt,
                     "freshness": fresh,
                     "pages": {
-                        k: {"status": v.status, "reason": v.reason} for k, v in ev.pages.items()
+                        k: {"status": v.status, "reason": v.reason, "comparison": v.comparison}
+                        for k, v in ev.pages.items()
                     },
                     "blockers": {
                         k: {"status": v.status, "reason": v.reason} for k, v in ev.blockers.items()

@@ -173,6 +173,8 @@ class Checks:
     tool_call: bool = False  # a `tools` request must come back with tool_calls[]
     stream_tool_call: bool = False  # the same, streamed: tool_calls in the deltas
     long_output_tokens: int | None = None  # a long answer this long must not loop (degeneracy)
+    repeats: int = 3  # timed streamed generations after a warm-up one; their spread is reported
+    decode_tokens: int = 128  # tokens per timed generation (EOS ignored): enough to be stable
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,12 @@ class Recipe:
     service: str | None = None
     quant: str = ""  # the matrix's row labels
     spec_method: str = ""
+    # the relative verdict: run `baseline` (the guide's validated path) on the same host in the
+    # same session; decode below `min_speed_vs_baseline` x its speed parks the page
+    baseline: str | None = None
+    min_speed_vs_baseline: float | None = None
+    max_ttft_vs_baseline: float | None = None  # TTFT may be at most this many times baseline's
+    compare_rounds: int = 1  # launches of each, interleaved (B R, R B, ...)
     source: Source | None = None  # where its engine builds come from (watcher bisect)
 
 
@@ -677,9 +685,15 @@ def _recipe(r: _Reader) -> Recipe:
             tool_call=cr.get("tool_call", bool, False),
             stream_tool_call=cr.get("stream_tool_call", bool, False),
             long_output_tokens=cr.get("long_output_tokens", int),
+            repeats=cr.get("repeats", int, ch.repeats),
+            decode_tokens=cr.get("decode_tokens", int, ch.decode_tokens),
         )
         if ch.long_output_tokens is not None and not 50 <= ch.long_output_tokens <= 32768:
             cr.fail("long_output_tokens", "must be between 50 and 32768")
+        if ch.decode_tokens < 8:
+            cr.fail("decode_tokens", f"must be at least 8 to time decode, got {ch.decode_tokens}")
+        if ch.repeats < 1:
+            cr.fail("repeats", f"must be at least 1, got {ch.repeats}")
         cr.done()
     env_r = r.sub("env")
     env: tuple[tuple[str, str], ...] = ()
@@ -721,8 +735,20 @@ def _recipe(r: _Reader) -> Recipe:
         service=service,
         quant=r.get("quant", str, ""),
         spec_method=r.get("spec_method", str, ""),
+        baseline=r.get("baseline", str),
+        min_speed_vs_baseline=r.get("min_speed_vs_baseline", float),
+        max_ttft_vs_baseline=r.get("max_ttft_vs_baseline", float),
+        compare_rounds=r.get("compare_rounds", int, 1),
         source=_source(r.sub("source"), engine),
     )
+    for key in ("min_speed_vs_baseline", "max_ttft_vs_baseline"):
+        value = getattr(rec, key)
+        if value is not None and value <= 0:
+            r.fail(key, f"must be a positive ratio, got {value}")
+        if value is not None and not rec.baseline:
+            r.fail(key, "needs a 'baseline' recipe to compare with")
+    if rec.compare_rounds < 1:
+        r.fail("compare_rounds", f"must be at least 1, got {rec.compare_rounds}")
     r.done()
     return rec
 
@@ -1019,6 +1045,14 @@ def _check_references(cfg: Config, path: Path) -> None:
         check(f"blocker.{b.id}", "signatures", b.signatures, signatures, "signature")
     for r in cfg.recipes:
         check(f"recipe.{r.id}", "blockers", r.blockers, blockers, "blocker")
+        if r.baseline:
+            check(f"recipe.{r.id}", "baseline", (r.baseline,), recipes, "recipe")
+            base = cfg.recipe(r.baseline)
+            if base.id == r.id or base.baseline:
+                raise ConfigError(
+                    f"{path}: [recipe.{r.id}] key 'baseline': {base.id!r} must be another"
+                    " recipe that has no baseline of its own"
+                )
     for p in cfg.pages:
         check(f"page.{p.id}", "blockers", p.blockers, blockers, "blocker")
         check(f"page.{p.id}", "recipes", p.recipes, recipes, "recipe")

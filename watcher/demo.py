@@ -61,6 +61,12 @@ def demo_config(url: str) -> str:
     recipes = (
         "\n# ------------------------------------------------------------------ recipes\n"
         + recipe(
+            "sglang-mtp-tp1",
+            "Demo: fake engine, MTP",
+            ["marlin-pad", "deltanet-rollback"],
+            True,
+        )
+        + recipe(
             "sglang-eagle-tp1",
             "Demo: fake engine, EAGLE",
             ["marlin-pad", "deltanet-rollback", "eagle3-layer-capture"],

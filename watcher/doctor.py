@@ -7,6 +7,7 @@ green while doing nothing. The doctor asks each question once, directly, and say
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -342,6 +343,7 @@ def gpu_checks(cfg: Config, run: Callable = subprocess.run) -> list[Check]:
             if check.detail not in seen:
                 seen.add(check.detail)
                 out.append(check)
+    out.extend(quantization_checks(cfg))
     out.append(check_disk(cfg))
     return out
 
@@ -415,6 +417,54 @@ def check_model(recipe: Recipe) -> Check:
         f"{path} does not exist",
         f"download the model there, or fix `model` of recipe {recipe.id}",
     )
+
+
+def recipe_quantization(argv: tuple[str, ...] | list[str]) -> str | None:
+    """The value the command passes to --quantization (either spelling), or None."""
+    for i, arg in enumerate(argv):
+        if arg == "--quantization" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--quantization="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def checkpoint_quant_method(folder: Path) -> str | None:
+    """quantization_config.quant_method from the model folder's config.json, if it says one."""
+    try:
+        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    q = data.get("quantization_config") if isinstance(data, dict) else None
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    return str(method) if method else None
+
+
+def _same_method(a: str, b: str) -> bool:
+    return a.lower().replace("_", "-") == b.lower().replace("_", "-")
+
+
+def quantization_checks(cfg: Config) -> list[Check]:
+    """Recipes whose --quantization disagrees with the checkpoint's config.json (when the model
+    folder is on this host): SGLang's _verify_quantization refuses that pairing at start."""
+    out = []
+    for r in cfg.recipes:
+        flag = recipe_quantization(r.command)
+        path = _host_model_path(r) if r.model else None
+        method = checkpoint_quant_method(path) if flag and path is not None else None
+        if flag and method and not _same_method(flag, method):
+            out.append(
+                _fail(
+                    f"quantization of {r.id}",
+                    f"the recipe passes --quantization {flag}, but {path / 'config.json'} says"
+                    f" quantization_config.quant_method = {method}; the engine refuses the"
+                    " mismatch (SGLang: 'Quantization method specified in the model config"
+                    " ... does not match')",
+                    f"drop --quantization from recipe {r.id} (the engine reads the"
+                    " checkpoint's method)",
+                )
+            )
+    return out
 
 
 def check_port(recipe: Recipe) -> Check:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from watcher.config import Blocker, Config, Page
+from watcher.compare import BELOW, CLEARS, rejudge, speed_phrase
+from watcher.config import Blocker, Config, Page, Recipe
 from watcher.states import item_satisfied, item_unreadable
 from watcher.views import item_phrase, project_name
 
@@ -42,6 +43,8 @@ class PageStatus:
     validated_run: dict[str, Any] | None = None
     latest_runs: tuple[dict[str, Any], ...] = ()
     parked: dict[str, Any] | None = None
+    # the relative verdict behind `validated` or a `parked` below the floor: both figures
+    comparison: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,7 @@ def evaluate_page(
             f"parked{until}: {p.park.reason}",
             p.blockers,
             parked={
+                "by": "maintainer",
                 "reason": p.park.reason,
                 "until": p.park.until.isoformat() if p.park.until else None,
             },
@@ -315,15 +319,44 @@ def evaluate_page(
         and latest[r.id].get("outcome") == "passed"
         and not any(blockers[b].status == "reproduces" for b in r.blockers)
     ]
-    if passing:
-        run = latest[passing[0].id]
+    fast = [r for r in passing if _floor_verdict(r, latest[r.id]) == CLEARS]
+    if fast:
+        run = latest[fast[0].id]
+        c = _shown_comparison(fast[0], run)
         return PageStatus(
             p.id,
             "validated",
-            f"{passing[0].id} passed on {', '.join(g.get('name', '?') for g in run['hardware'].get('gpus', []))}"
-            f" on {(run.get('started_at') or '')[:10]}",
+            f"{fast[0].id} passed on {_gpus(run)} on {(run.get('started_at') or '')[:10]}"
+            + (f"; {speed_phrase(c, _base_title(cfg, fast[0]))}" if c else ""),
             p.blockers,
             validated_run=run,
+            latest_runs=runs,
+            comparison=c,
+        )
+    slow = [r for r in passing if _floor_verdict(r, latest[r.id]) == BELOW]
+    if slow:  # works on target hardware, but not worth switching to: parked until it is
+        run = latest[slow[0].id]
+        c = _shown_comparison(slow[0], run)
+        phrase = speed_phrase(c, _base_title(cfg, slow[0]))
+        reason = f"{slow[0].id} runs on {_gpus(run)}, but {phrase[:-1]}, {c.get('date') or (run.get('started_at') or '')[:10]})"
+        return PageStatus(
+            p.id,
+            "parked",
+            reason,
+            p.blockers,
+            latest_runs=runs,
+            parked={"by": "floor", "reason": reason, "until": None},
+            comparison=c,
+        )
+    if passing:  # passed, but the comparison could not call it
+        r = passing[0]
+        c = latest[r.id].get("comparison") or {}
+        why = c.get("why") or f"no comparison with {r.baseline} in its latest run"
+        return PageStatus(
+            p.id,
+            "ready-to-test",
+            f"{r.id} passed, but its speed against {r.baseline} is insufficient data ({why})",
+            p.blockers,
             latest_runs=runs,
         )
     if previous in ("validated", "regressed") and any(r.get("outcome") != "passed" for r in runs):
@@ -361,6 +394,46 @@ def evaluate_page(
     return PageStatus(
         p.id, "blocked", "blocked: " + "; ".join(reasons), p.blockers, latest_runs=runs
     )
+
+
+def _floor_verdict(recipe: Recipe, run: dict[str, Any]) -> str:
+    """`clears` for a recipe with no floor; else its latest run's comparison verdict."""
+    if not recipe.baseline or (
+        recipe.min_speed_vs_baseline is None and recipe.max_ttft_vs_baseline is None
+    ):
+        return CLEARS
+    c = run.get("comparison") or {}
+    if c.get("baseline") != recipe.baseline or not c.get("matches_target"):
+        return "insufficient data"
+    return rejudge(c, recipe.min_speed_vs_baseline, recipe.max_ttft_vs_baseline)
+
+
+def _shown_comparison(recipe: Recipe, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's comparison as judged under the config's floor now."""
+    c = run.get("comparison") if recipe.baseline else None
+    if not c:
+        return None
+    return {
+        **c,
+        "floor": recipe.min_speed_vs_baseline,
+        "ttft_ceiling": recipe.max_ttft_vs_baseline,
+        "verdict": _floor_verdict(recipe, run),
+    }
+
+
+def _gpus(run: dict[str, Any]) -> str:
+    names = [g.get("name", "?") for g in (run.get("hardware") or {}).get("gpus", [])]
+    if names and all(n == names[0] for n in names) and len(names) > 1:
+        return f"{len(names)}x {names[0]}"
+    return ", ".join(names) or "no GPU"
+
+
+def _base_title(cfg: Config, recipe: Recipe) -> str:
+    try:
+        base = cfg.recipe(recipe.baseline or "")
+    except KeyError:
+        return str(recipe.baseline)
+    return f"the {base.title} path" if base.title else str(base.id)
 
 
 def evaluate(

@@ -95,6 +95,7 @@ def explain(
                     "status": ev.pages[p.id].status,
                     "reason": ev.pages[p.id].reason,
                     "parked": ev.pages[p.id].parked,
+                    "comparison": ev.pages[p.id].comparison,
                     "recipes": [
                         {
                             "id": r,
@@ -220,6 +221,14 @@ def format_text(doc: dict[str, Any]) -> str:
     if doc["type"] == "pages":
         for p in doc["pages"]:
             lines.append(f"page {p['id']} ({p['output']}): {p['status']} — {p['reason']}")
+            c = p.get("comparison")
+            if c and c.get("speed_ratio") is not None:
+                lines.append(
+                    f"  speed vs baseline {c['baseline']}: {c['decode_tokens_per_s']} vs"
+                    f" {c['baseline_decode_tokens_per_s']} decode tokens/s = {c['speed_ratio']}x"
+                    f" (range {c['speed_ratio_range'][0]}-{c['speed_ratio_range'][1]}, floor"
+                    f" {c['floor']}x) on {c['hardware']}, {c['date']}: {c['verdict']}"
+                )
             for r in p["recipes"]:
                 lines.append(f"  recipe {r['id']} needs {', '.join(r['blockers']) or 'nothing'}")
                 lines.extend(_pending_lines(r.get("pending"), "    "))

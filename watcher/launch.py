@@ -38,6 +38,15 @@ def is_docker_run(argv: list[str]) -> bool:
     return bool(argv) and Path(argv[0]).name == "docker" and len(argv) > 1 and argv[1] == "run"
 
 
+def fill_placeholders(arg: str, values: dict[str, object]) -> str:
+    """`{port}`, `{model}`, `{name}` replaced as plain text, everything else left as it is: an
+    argument may hold JSON (`--speculative-config '{"method": "ngram"}'`), which str.format
+    would take for a field. Used wherever a recipe is run or shown."""
+    for key, value in values.items():
+        arg = arg.replace("{" + key + "}", str(value))
+    return arg
+
+
 def build_argv(recipe: Recipe, name: str) -> list[str]:
     """Substitute {port}, {model}, {name} in each argv element (never through a shell).
 
@@ -45,12 +54,8 @@ def build_argv(recipe: Recipe, name: str) -> list[str]:
     `--name` gets one, so teardown can always `docker rm -f` it.
     """
     port = str(recipe.host_port or recipe.port)
-    values = {"{port}": port, "{model}": recipe.model, "{name}": name}
-    argv = []
-    for arg in recipe.command:
-        for key, value in values.items():
-            arg = arg.replace(key, value)
-        argv.append(arg)
+    values = {"port": port, "model": recipe.model, "name": name}
+    argv = [fill_placeholders(arg, values) for arg in recipe.command]
     if is_docker_run(argv) and not docker_name(argv):
         argv[2:2] = ["--name", name]
     return argv

@@ -1,8 +1,11 @@
 """Is the engine up, and does it work: the port check, readiness polling, the HTTP probes.
 
 Before launch, the port must be free. While it starts, `wait_ready` polls the ready path and
-watches the log for a known failure. Once ready, `probe` asks /v1/models, a temperature-0 known
-answer, a streamed completion (TTFT, decode tokens/s) and the spec-decode accept length.
+watches the log for a known failure; a 200 counts once a generation answers too (vLLM's /health
+says 200 while its first request can still fail). Once ready, `probe` asks /v1/models, a
+temperature-0 known answer, repeated streamed completions after a warm-up (TTFT and decode
+tokens/s from the engine's usage count, timed by its own /metrics clocks when it keeps them) and
+the spec-decode accept length over that window.
 """
 
 from __future__ import annotations
@@ -105,6 +108,12 @@ class Probe:
     decode_tokens_per_s: float | None = None
     accept_length: float | None = None
     engine_version: str | None = None
+    decode: dict[str, float | int] | None = None  # spread over the repeats
+    ttft: dict[str, float | int] | None = None
+    decode_tokens: int | None = None  # tokens per timed generation (the engine's count)
+    timing_source: str | None = None  # engine (its own /metrics clocks) or client
+    decode_samples: list[float] = field(default_factory=list)  # tokens/s of each repeat
+    ttft_samples: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -121,6 +130,12 @@ def _models(client: httpx.Client, p: Probe, fallback: str) -> None:
         p.failures.append("GET /v1/models listed no model")
 
 
+def completion_tokens(obj: dict[str, Any]) -> int | None:
+    """The engine's own count of generated tokens (`usage.completion_tokens`), if it gave one."""
+    n = (obj.get("usage") or {}).get("completion_tokens")
+    return int(n) if isinstance(n, int | float) and not isinstance(n, bool) else None
+
+
 def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
     body = {
         "model": p.model or recipe.model or "default",
@@ -133,33 +148,64 @@ def _known_answer(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
     if r.status_code != 200:
         p.failures.append(f"chat completion answered HTTP {r.status_code}: {r.text[:200]}")
         return
-    msg = (r.json().get("choices") or [{}])[0].get("message") or {}
-    p.answer = (msg.get("content") or "").strip()
-    if recipe.checks.expect.lower() not in p.answer.lower():
+    obj = r.json()
+    msg = (obj.get("choices") or [{}])[0].get("message") or {}
+    content = msg.get("content") or ""
+    p.answer = content.strip()
+    tokens = completion_tokens(obj)
+    if (tokens if tokens is not None else len(content)) < 1:
+        p.failures.append("known-answer check: the engine generated no token")
+    elif recipe.checks.expect and recipe.checks.expect.lower() not in p.answer.lower():
         p.failures.append(
             f"known-answer check: expected {recipe.checks.expect!r}, got {p.answer[:120]!r}"
         )
 
 
-def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+@dataclass
+class Timing:
+    """One streamed generation: time to first token, decode rate over the whole generation."""
+
+    ttft_s: float
+    tokens: int
+    decode_s: float  # from the first chunk with text to the end of the stream
+    first_tokens: int = 1  # tokens in that first chunk (the engine's count when it streams usage)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        decoded = self.tokens - self.first_tokens
+        if decoded < 1 or self.decode_s <= 0:
+            return None
+        return decoded / self.decode_s
+
+
+def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKENS) -> Timing:
+    """One temperature-0 streamed chat completion of `max_tokens` tokens (EOS ignored).
+
+    Real engines send several tokens per chunk, so the tokens come from the engine's usage
+    figure, never from the number of chunks, and decode is timed from the first chunk to the
+    end of the stream (the tokens after that first chunk over that span), never between the
+    first and last chunk that carries text.
+    Raises ProbeError when the engine answers badly.
+    """
     body = {
-        "model": p.model or recipe.model or "default",
+        "model": model,
         "messages": [{"role": "user", "content": DECODE_PROMPT}],
         "temperature": 0,
-        "max_tokens": DECODE_TOKENS,
+        "max_tokens": max_tokens,
         "ignore_eos": True,
         "chat_template_kwargs": NO_THINKING,
         "stream": True,
-        "stream_options": {"include_usage": True},
+        # vLLM also puts the running count in every chunk: the first chunk's share is known
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     }
     sent = time.monotonic()
-    first = last = None
+    first = None
+    first_tokens = 1
     chunks, usage_tokens = 0, None
     with client.stream("POST", "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
             r.read()
-            p.failures.append(f"streamed completion answered HTTP {r.status_code}")
-            return
+            raise ProbeError(f"streamed completion answered HTTP {r.status_code}: {r.text[:200]}")
         for line in r.iter_lines():
             if not line.startswith("data:"):
                 continue
@@ -170,22 +216,110 @@ def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
                 obj = json.loads(payload)
             except json.JSONDecodeError:
                 continue
-            if (obj.get("usage") or {}).get("completion_tokens"):
-                usage_tokens = int(obj["usage"]["completion_tokens"])
+            running = completion_tokens(obj)
+            usage_tokens = running or usage_tokens
             for choice in obj.get("choices") or []:
                 text = (choice.get("delta") or {}).get("content") or choice.get("text")
                 if text:
-                    now = time.monotonic()
-                    first = first or now
-                    last = now
+                    if first is None:
+                        first = time.monotonic()
+                        first_tokens = running or 1
                     chunks += 1
+    end = time.monotonic()
     if first is None:
-        p.failures.append("streamed completion produced no tokens")
+        raise ProbeError("streamed completion produced no tokens")
+    if usage_tokens is None:
+        raise ProbeError(
+            "streamed completion reported no usage (stream_options.include_usage): "
+            f"{chunks} chunks cannot say how many tokens came"
+        )
+    return Timing(first - sent, usage_tokens, end - first, min(first_tokens, usage_tokens))
+
+
+class ProbeError(Exception):
+    """The engine answered a probe badly (the message says how)."""
+
+
+def spread(values: list[float]) -> dict[str, float | int] | None:
+    """median, min, max and their relative spread ((max - min) / median) of repeated figures."""
+    if not values:
+        return None
+    v = sorted(values)
+    n = len(v)
+    med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return {
+        "median": round(med, 4),
+        "min": round(v[0], 4),
+        "max": round(v[-1], 4),
+        "n": n,
+        "spread": round((v[-1] - v[0]) / med, 4) if med else 0.0,
+    }
+
+
+def engine_timing(before: dict[str, float], after: dict[str, float]) -> tuple[float, float] | None:
+    """(decode tokens/s, TTFT s) of the generations between two /metrics readings, from the
+    engine's own clocks, or None when it keeps none.
+
+    A client on a busy host can read a whole stream's chunks at once: timing on the client then
+    divides hundreds of tokens by milliseconds. vLLM times each request's decode phase itself
+    (`request_decode_time_seconds`, `request_generation_tokens`, `time_to_first_token_seconds`).
+    """
+
+    def delta(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    v = "vllm:"
+    if f"{v}request_decode_time_seconds_sum" in after:
+        seconds = delta(f"{v}request_decode_time_seconds_sum")
+        requests = delta(f"{v}request_decode_time_seconds_count")
+        tokens = delta(f"{v}request_generation_tokens_sum")
+        ttft_n = delta(f"{v}time_to_first_token_seconds_count")
+        if seconds > 0 and requests > 0 and tokens > requests and ttft_n > 0:
+            ttft = delta(f"{v}time_to_first_token_seconds_sum") / ttft_n
+            return (tokens - requests) / seconds, ttft
+    for prefix in ("sglang:", v):  # a per-token latency histogram: 1 / its mean
+        name = f"{prefix}time_per_output_token_seconds"
+        n, total = delta(f"{name}_count"), delta(f"{name}_sum")
+        ttft_n = delta(f"{prefix}time_to_first_token_seconds_count")
+        if n > 0 and total > 0 and ttft_n > 0:
+            return n / total, delta(f"{prefix}time_to_first_token_seconds_sum") / ttft_n
+    return None
+
+
+def _stream(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
+    """A warm-up generation (not counted), then `checks.repeats` timed ones, each timed by the
+    engine's own metrics when it has them, else on the client over the whole stream."""
+    model = p.model or recipe.model or "default"
+    rates: list[float] = []
+    ttfts: list[float] = []
+    sources = set()
+    try:
+        stream_once(client, model, max_tokens=8)  # warm-up: first-request costs stay out
+        n = recipe.checks.decode_tokens
+        for _ in range(recipe.checks.repeats):
+            before = metrics_snapshot(client)
+            t = stream_once(client, model, n)
+            engine = engine_timing(before, metrics_snapshot(client)) if before else None
+            if engine is not None:
+                rates.append(engine[0])
+                ttfts.append(engine[1])
+                sources.add("engine")
+            else:
+                if t.tokens_per_s is not None:
+                    rates.append(t.tokens_per_s)
+                ttfts.append(t.ttft_s)
+                sources.add("client")
+            p.decode_tokens = t.tokens
+    except ProbeError as e:
+        p.failures.append(str(e))
         return
-    p.ttft_s = round(first - sent, 4)
-    tokens = usage_tokens or chunks
-    if tokens > 1 and last > first:
-        p.decode_tokens_per_s = round((tokens - 1) / (last - first), 2)
+    p.decode_samples = [round(r, 3) for r in rates]
+    p.ttft_samples = [round(x, 5) for x in ttfts]
+    p.decode = spread(rates)
+    p.ttft = spread(ttfts)
+    p.timing_source = "+".join(sorted(sources)) or None
+    p.ttft_s = round(p.ttft["median"], 4) if p.ttft else None
+    p.decode_tokens_per_s = round(p.decode["median"], 2) if p.decode else None
 
 
 _PROM = re.compile(r"^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
@@ -257,6 +391,28 @@ def _engine_info(client: httpx.Client, p: Probe, recipe: Recipe) -> None:
                 p.accept_length = accept_from_metrics(parse_metrics(r.text))
 
 
+def metrics_snapshot(client: httpx.Client) -> dict[str, float]:
+    """The engine's /metrics now (empty when it serves none)."""
+    with contextlib.suppress(httpx.HTTPError):
+        r = client.get("/metrics")
+        if r.status_code == 200:
+            return parse_metrics(r.text)
+    return {}
+
+
+def accept_over_window(before: dict[str, float], after: dict[str, float]) -> float | None:
+    """vLLM's acceptance over the probe window: 1 + accepted tokens / drafts, counter deltas."""
+    name_d, name_a = (
+        "vllm:spec_decode_num_drafts_total",
+        "vllm:spec_decode_num_accepted_tokens_total",
+    )
+    if name_d not in after or name_a not in after:
+        return None
+    drafts = after[name_d] - before.get(name_d, 0.0)
+    accepted = after[name_a] - before.get(name_a, 0.0)
+    return round(1.0 + accepted / drafts, 4) if drafts > 0 else None
+
+
 def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
     """Ask the running engine the questions that make a recipe 'work'."""
     p = Probe()
@@ -264,7 +420,10 @@ def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
         try:
             _models(client, p, recipe.model)
             _known_answer(client, p, recipe)
+            before = metrics_snapshot(client) if recipe.spec_decode else {}
             _stream(client, p, recipe)
+            if recipe.spec_decode:
+                p.accept_length = accept_over_window(before, metrics_snapshot(client))
             _engine_info(client, p, recipe)
         except httpx.HTTPError as e:
             p.failures.append(f"probe failed: {type(e).__name__}: {e}")
@@ -302,6 +461,43 @@ class Wait:
     startup_s: float
     exit_code: int | None = None
     signature: str | None = None  # fatal: the family seen in the log
+    last_error: str | None = None  # the ready path answered, a generation did not (yet)
+
+
+def generation_answered(base_url: str, model: str = "", timeout: float = 60.0) -> str | None:
+    """None when the engine generates at least one token for a tiny request, else why not.
+
+    `/health` can answer 200 while the first generation fails (vLLM's CPU attention refusing a
+    head size, then exiting), so readiness is a generation, not a status code.
+    """
+    try:
+        with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+            if not model:
+                r = client.get("/v1/models")
+                data = r.json().get("data") if r.status_code == 200 else None
+                model = (data or [{}])[0].get("id") or "default"
+            r = client.post(
+                "/v1/chat/completions",
+                json={
+                    "model": model,
+                    "messages": [{"role": "user", "content": "Hi"}],
+                    "temperature": 0,
+                    "max_tokens": 1,
+                    "chat_template_kwargs": NO_THINKING,
+                },
+            )
+            if r.status_code != 200:
+                return f"a first generation answered HTTP {r.status_code}: {r.text[:200]}"
+            obj = r.json()
+            n = completion_tokens(obj)
+            content = ((obj.get("choices") or [{}])[0].get("message") or {}).get("content")
+            if (n if n is not None else len(content or "")) < 1:
+                return "a first generation returned no token"
+    except httpx.HTTPError as e:
+        return f"a first generation failed: {type(e).__name__}: {e}"
+    except (ValueError, AttributeError, IndexError) as e:
+        return f"a first generation got a malformed answer: {e}"
+    return None
 
 
 def wait_ready(
@@ -312,8 +508,10 @@ def wait_ready(
     fatal_grace: float = 30.0,
     owner: Callable[[], bool | None] | None = None,
     progress: Callable[[], None] | None = None,
+    generates: Callable[[], str | None] | None = None,
 ) -> Wait:
-    """Poll `url` until it answers 200, the process dies, or the deadline passes.
+    """Poll `url` until it answers 200 (and, with `generates`, a generation answered), the
+    process dies, or the deadline passes.
 
     With `watch`, a known failure in the log that is not followed by readiness within
     `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running. With
@@ -323,32 +521,43 @@ def wait_ready(
     deadline = started + timeout
     interval = 0.1
     fatal: tuple[str, float] | None = None
+    last_error = None
+
+    def end(state: str, **kw) -> Wait:
+        return Wait(state, time.monotonic() - started, last_error=last_error, **kw)
+
     with httpx.Client(timeout=5.0, trust_env=False) as client:
         while True:
             if proc.poll() is not None:
-                return Wait("died", time.monotonic() - started, proc.returncode)
+                return end("died", exit_code=proc.returncode)
             if watch is not None and fatal is None:
                 seen = watch.check()
                 if seen:
                     fatal = (seen, time.monotonic() + fatal_grace)
             if fatal is not None and time.monotonic() >= fatal[1]:
-                return Wait("fatal", time.monotonic() - started, signature=fatal[0])
+                return end("fatal", signature=fatal[0])
             try:
                 r = client.get(url, timeout=max(0.2, min(5.0, deadline - time.monotonic())))
                 if r.status_code == 200:
                     if proc.poll() is not None:
-                        return Wait("died", time.monotonic() - started, proc.returncode)
+                        return end("died", exit_code=proc.returncode)
                     if owner is not None and owner() is False:
-                        return Wait("foreign", time.monotonic() - started, signature=PORT_IN_USE)
-                    return Wait("ready", time.monotonic() - started)
+                        return end("foreign", signature=PORT_IN_USE)
+                    err = generates() if generates is not None else None
+                    if err is None:
+                        last_error = None
+                        return end("ready")
+                    # an engine's own answer says more than the refused connection after it
+                    if last_error is None or "answered HTTP" not in last_error:
+                        last_error = err
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None:
-                return Wait("died", time.monotonic() - started, proc.returncode)
+                return end("died", exit_code=proc.returncode)
             if progress is not None:  # a long startup is never silent (watcher.progress)
                 progress()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return Wait("timeout", time.monotonic() - started)
+                return end("timeout")
             time.sleep(min(interval, remaining))
             interval = min(interval * 1.5, 2.0)

@@ -101,6 +101,7 @@ def headline(
     open_blockers: int,
     validated_run: dict[str, Any] | None = None,
     gpu: str = "the target GPU",
+    parked: dict[str, Any] | None = None,
 ) -> str:
     """The page's one-line answer: 'blocked for 47 days on 2 upstream fixes'."""
     days = days_between(since, now)
@@ -120,6 +121,8 @@ def headline(
         return f"validated on {gpu}{when}"
     if status == "regressed":
         return f"regressed{for_days}: it was validated, and the latest test on {gpu} failed"
+    if status == "parked" and (parked or {}).get("by") == "floor":
+        return f"parked{for_days}: it runs on {gpu}, but slower than the validated path"
     if status == "parked":
         return f"parked by the maintainers{for_days}"
     return PAGE_WORDS.get(status, status)

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 from watcher import prose
 from watcher.config import Config, Page
 from watcher.evaluate import Evaluation, latest_target_runs
+from watcher.launch import fill_placeholders
 from watcher.matrix import build_matrix, cell_summary
 from watcher.redact import redact
 from watcher.states import item_satisfied
@@ -49,6 +50,7 @@ PAGE_HEADLINES = {
     "regressed": "regressed, was validated",
     "parked": "parked by the maintainers",
 }
+FLOOR_HEADLINE = "parked: it runs, but slower than the validated path"
 # upstream text in status.json, and how much of each is kept (the page keeps as much or less)
 UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
@@ -163,13 +165,6 @@ def shell_join(argv: list[str] | tuple[str, ...]) -> str:
             lines.append([])
         lines[-1].append(shlex.quote(arg))
     return " \\\n  ".join(" ".join(line) for line in lines)
-
-
-class _Placeholders(dict):
-    """str.format_map that leaves unknown {placeholders} as they are (display only)."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
 
 
 _ENVIRONMENTS: dict[tuple[str, ...], jinja2.Environment] = {}
@@ -353,6 +348,7 @@ def status_document(
             "blockers": list(p.blockers),
             "recipes": list(p.recipes),
             "parked": ev.pages[p.id].parked,
+            "comparison": ev.pages[p.id].comparison,
         }
         for p in cfg.pages
     ]
@@ -577,12 +573,13 @@ def page_context(
                 "title": r.title or r.id,
                 "engine": r.engine,
                 "command": [
-                    a.format_map(
-                        _Placeholders(
-                            port=r.host_port or r.port,
-                            model=r.model or "{model}",
-                            name=f"watcher-{r.id}",
-                        )
+                    fill_placeholders(
+                        a,
+                        {
+                            "port": r.host_port or r.port,
+                            "model": r.model or "{model}",
+                            "name": f"watcher-{r.id}",
+                        },
                     )
                     for a in r.command
                 ],
@@ -638,7 +635,9 @@ def page_context(
         "page": page,
         "status": status.status,
         "reason": status.reason,
-        "headline": PAGE_HEADLINES[status.status],
+        "headline": FLOOR_HEADLINE
+        if (status.parked or {}).get("by") == "floor"
+        else PAGE_HEADLINES[status.status],
         "reader_status": reader_status,
         "reader_headline": prose.headline(
             reader_status,
@@ -647,6 +646,7 @@ def page_context(
             open_blockers=open_blockers,
             validated_run=status.validated_run,
             gpu=gpu,
+            parked=status.parked,
         ),
         "status_since": since,
         "open_blockers": open_blockers,
@@ -665,6 +665,7 @@ def page_context(
             [*_all_views(blockers), *others], last_checked, never_read
         ),
         "parked": status.parked,
+        "comparison": status.comparison,
         "validated_run": status.validated_run,
         "blockers": blockers,
         "other_items": others,
@@ -708,10 +709,8 @@ def display_command(recipe) -> str:
             continue
         shown.append(arg)
     port = recipe.host_port or recipe.port
-    filled = [
-        a.format_map(_Placeholders(port=port, model=recipe.model or "{model}", name=recipe.id))
-        for a in shown
-    ]
+    values = {"port": port, "model": recipe.model or "{model}", "name": recipe.id}
+    filled = [fill_placeholders(a, values) for a in shown]
     return shell_lines(filled)
 
 

@@ -20,6 +20,25 @@ class Signature:
 
 
 BUILTIN: tuple[Signature, ...] = (
+    # recipe mistakes first: the engine refuses the command line before anything else can fail
+    Signature(
+        id="unknown-flag",
+        pattern=r"error:\s+unrecognized\s+arguments?:[ \t]+(?P<detail>[^\s][^\n]*)",
+        description="recipe error: the engine does not know a flag the recipe passes",
+        kind="config",
+    ),
+    Signature(
+        id="bad-speculative-config",
+        pattern=r"(?i)(validation\s+error|invalid|unsupported|unknown)\w*\s+(for\s+)?(?P<detail>SpeculativeConfig\b.*|speculative[-_ ](config|algorithm|method)\b.*)",
+        description="recipe error: the engine rejects the speculative-decoding settings",
+        kind="config",
+    ),
+    Signature(
+        id="quantization-mismatch",
+        pattern=r"Quantization\s+method\s+specified\s+in\s+the\s+model\s+config\s+\((?P<detail>[^)]*\)\s+does\s+not\s+match\s+the\s+quantization\s+method\s+specified\s+in\s+the\s+[`'\"]?quantization[`'\"]?\s+argument\s+\([^)]*)\)",
+        description="recipe error: --quantization disagrees with the checkpoint's quantization_config.quant_method (drop the flag)",
+        kind="config",
+    ),
     Signature(
         id="marlin-tile-n",
         pattern=r"\b(size_[nk]|(?:output|input)_size_per_partition)\s*[=:]\s*\d+\s*,?\s+is\s+not\s+divisible\s+by\s+(tile_[nk]_size|min_thread_[nk])\s*[=:]\s*\d+",
@@ -57,6 +76,12 @@ BUILTIN: tuple[Signature, ...] = (
         kind="environment",
     ),
     Signature(
+        id="unsupported-attention",
+        pattern=r"(?i)(?P<detail>Unsupported\s+\S*\s*attention\s+configuration\b.*|head_?(dim|size)\s*[=:]?\s*\d+\s+is\s+not\s+supported\b.*)",
+        description="the engine's attention kernels refuse this model's shape (head size)",
+        kind="upstream",
+    ),
+    Signature(
         id="port-in-use",
         pattern=r"(?i)(address\s+already\s+in\s+use|Errno\s+98|port\s+\d+\s+is\s+(already\s+)?in\s+use|bind\(\)\s+failed)",
         description="the port is taken by another process",
@@ -64,7 +89,7 @@ BUILTIN: tuple[Signature, ...] = (
     ),
     Signature(
         id="model-not-found",
-        pattern=r"(?i)(RepositoryNotFoundError|(model|repo(sitory)?)\s+(path\s+)?.{0,80}\s+(not\s+found|does\s+not\s+exist)|No\s+such\s+file\s+or\s+directory:\s*'?[^']*(config\.json|\.safetensors)|Can't\s+load\s+the\s+configuration\s+of|is\s+not\s+a\s+local\s+folder\s+and\s+is\s+not\s+a\s+valid\s+model\s+identifier)",
+        pattern=r"(?i)(RepositoryNotFoundError|HFValidationError:\s+Repo\s+id\s+must\s+be\s+in\s+the\s+form|(model|repo(sitory)?)\s+(path\s+)?.{0,80}\s+(not\s+found|does\s+not\s+exist)|No\s+such\s+file\s+or\s+directory:\s*'?[^']*(config\.json|\.safetensors)|Can't\s+load\s+the\s+configuration\s+of|is\s+not\s+a\s+local\s+folder\s+and\s+is\s+not\s+a\s+valid\s+model\s+identifier)",
         description="the model path or repository does not exist",
         kind="config",
     ),

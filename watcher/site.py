@@ -46,6 +46,7 @@ from watcher.matrix import build_matrix, cell_summary
 from watcher.prose import unread_reason
 from watcher.redact import redact
 from watcher.render import (
+    FLOOR_HEADLINE,
     KIND_WORDS,
     PAGE_HEADLINES,
     blocker_mark,
@@ -536,7 +537,9 @@ def site_context(
                 "title": p.title,
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
-                "headline": PAGE_HEADLINES.get(shown, "not checked yet"),
+                "headline": FLOOR_HEADLINE
+                if (st.parked or {}).get("by") == "floor"
+                else PAGE_HEADLINES.get(shown, "not checked yet"),
                 "reason": st.reason if not never_read else not_checked,
                 "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,

@@ -33,6 +33,7 @@ from typing import Any
 
 from watcher.checks import run_checks
 from watcher.classify import Classifier, describe, tail
+from watcher.compare import CLEARS, INSUFFICIENT, compare, speed_phrase
 from watcher.compose import compose_down, run_compose
 from watcher.config import Config, Recipe, recipe_digest
 from watcher.errors import ConfigError, WatcherError
@@ -51,7 +52,15 @@ from watcher.launch import (
     remove_container,
     teardown,
 )
-from watcher.probes import PORT_IN_USE, Wait, port_taken, probe, served_by, wait_ready
+from watcher.probes import (
+    PORT_IN_USE,
+    Wait,
+    generation_answered,
+    port_taken,
+    probe,
+    served_by,
+    wait_ready,
+)
 from watcher.progress import Progress
 from watcher.redact import redact
 from watcher.signatures import HANG, all_signatures
@@ -137,10 +146,94 @@ def run_recipe(
     reading: GpuReading | None = None,
 ) -> dict[str, Any]:
     """One smoke run of `recipe` on this host -> the result document (never raises for a
-    failure of the recipe; a failure of the runner itself is outcome `error`)."""
+    failure of the recipe; a failure of the runner itself is outcome `error`).
+
+    A recipe with a `baseline` runs beside it in the same session: `compare_rounds` launches of
+    each, interleaved (B R, R B, ...). The document then carries `comparison` (both figures and
+    the verdict) and `baseline_runs` (the baseline's own documents, stored as runs of their own).
+    """
+    reading = reading if reading is not None else read_gpus()
+    if not recipe.baseline:
+        return _run_once(cfg, recipe, any_hardware=any_hardware, run_id=run_id, reading=reading)
+    base = cfg.recipe(recipe.baseline)
+    docs: dict[str, list[dict[str, Any]]] = {recipe.id: [], base.id: []}
+    for i in range(recipe.compare_rounds):
+        for r in (base, recipe) if i % 2 == 0 else (recipe, base):
+            rid = run_id if (r is recipe and run_id and i == recipe.compare_rounds - 1) else None
+            doc = _run_once(cfg, r, any_hardware=any_hardware, run_id=rid, reading=reading)
+            docs[r.id].append(doc)
+            if doc["outcome"] == "skipped":
+                return doc if r is recipe else _skipped_like(cfg, recipe, doc, run_id)
+    return _with_comparison(recipe, base, docs[recipe.id], docs[base.id])
+
+
+def _skipped_like(cfg: Config, recipe: Recipe, base_doc_: dict, run_id: str | None) -> dict:
+    doc = base_doc(recipe, run_id or new_run_id(recipe.id))
+    doc.update(
+        outcome="skipped",
+        reason=base_doc_["reason"],
+        hardware=base_doc_["hardware"],
+        finished_at=iso(utcnow()),
+    )
+    return doc
+
+
+def _with_comparison(
+    recipe: Recipe, base: Recipe, mine: list[dict[str, Any]], theirs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The recipe's last document, its figures pooled over the rounds, with the comparison."""
+    doc = mine[-1]
+    failed = [d for d in mine if d["outcome"] != "passed"]
+    if failed and doc["outcome"] == "passed":
+        doc["outcome"], doc["reason"] = failed[-1]["outcome"], failed[-1]["reason"]
+        doc["signature"] = failed[-1]["signature"]
+
+    def pooled(docs, key):
+        return [x for d in docs if d["outcome"] == "passed" for x in d["metrics"].get(key) or []]
+
+    c = compare(
+        pooled(mine, "decode_samples"),
+        pooled(theirs, "decode_samples"),
+        recipe.min_speed_vs_baseline,
+        pooled(mine, "ttft_samples"),
+        pooled(theirs, "ttft_samples"),
+        recipe.max_ttft_vs_baseline,
+    )
+    base_failed = [d for d in theirs if d["outcome"] != "passed"]
+    c["baseline_passed"] = not base_failed
+    if base_failed:
+        c["verdict"] = INSUFFICIENT
+        c["why"] = f"the baseline {base.id} did not pass: {base_failed[-1]['reason']}"
+    gpus = [g.get("name", "?") for g in doc["hardware"].get("gpus", [])]
+    c.update(
+        baseline=base.id,
+        baseline_title=base.title or base.id,
+        baseline_run_ids=[d["run_id"] for d in theirs],
+        rounds=recipe.compare_rounds,
+        hardware=", ".join(gpus) or "no GPU",
+        matches_target=bool(doc["hardware"].get("matches_target")),
+        date=(doc.get("started_at") or "")[:10],
+    )
+    doc["comparison"] = c
+    doc["baseline_runs"] = theirs
+    if doc["outcome"] == "passed":
+        title = f"the {base.title} path" if base.title else base.id
+        doc["reason"] += f"; {speed_phrase(c, title)}: {c['verdict']}"
+        if c["verdict"] != CLEARS and c.get("why"):
+            doc["reason"] += f" ({c['why']})"
+    return doc
+
+
+def _run_once(
+    cfg: Config,
+    recipe: Recipe,
+    *,
+    any_hardware: bool,
+    run_id: str | None,
+    reading: GpuReading,
+) -> dict[str, Any]:
     run_id = run_id or new_run_id(recipe.id)
     started_at = iso(utcnow())
-    reading = reading if reading is not None else read_gpus()
     gate = check_hardware(recipe.hardware, reading)
     doc = base_doc(recipe, run_id, started_at)
     doc["recipe_digest"] = recipe_digest(recipe, cfg.base_dir)
@@ -243,6 +336,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
             fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
             owner=None if container else (lambda: served_by(port, procs)),
             progress=lambda: shown.update("waiting for the engine", pump.last_line),
+            generates=lambda: generation_answered(base),
         )
         shown.done()
         if wait.state == "ready":
@@ -256,6 +350,12 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
                 ttft_s=p.ttft_s,
                 decode_tokens_per_s=p.decode_tokens_per_s,
                 accept_length=p.accept_length,
+                decode_spread=p.decode,
+                ttft_spread=p.ttft,
+                decode_tokens=p.decode_tokens,
+                decode_samples=p.decode_samples,
+                timing_source=p.timing_source,
+                ttft_samples=p.ttft_samples,
             )
             failures, notes = p.failures, p.notes
             if proc.poll() is not None and not failures:
@@ -312,12 +412,16 @@ def _verdict(
     elif wait.state == "died":
         doc["outcome"] = "failed"
         doc["reason"] = f"exited with code {wait.exit_code} before becoming ready"
+        if wait.last_error:
+            doc["reason"] += f" (its ready path answered, but {wait.last_error})"
     elif wait.state == "timeout":
         doc["outcome"] = "timeout"
         doc["reason"] = (
             f"not ready after {recipe.startup_timeout:.0f} s and still running "
             "(hang: neither ready nor dead by the deadline)"
         )
+        if wait.last_error:
+            doc["reason"] += f"; its ready path answered, but {wait.last_error}"
         doc["signature"] = HANG
     else:
         doc["outcome"] = "failed"
@@ -359,7 +463,11 @@ def run_message(doc: dict[str, Any]) -> str:
 def record_run(
     store: Store, doc: dict[str, Any], cycle_id: int | None = None, at: str | None = None
 ) -> int:
-    """Store the result and one `smoke` event (subject: the recipe) for the page's change list."""
+    """Store the result and one `smoke` event (subject: the recipe) for the page's change list;
+    the baseline runs of a comparison first, each a run of its own recipe."""
+    for base_run in doc.get("baseline_runs") or ():
+        record_run(store, base_run, cycle_id, at)
+    doc = {k: v for k, v in doc.items() if k != "baseline_runs"}
     store.add_smoke_run(doc)
     message = run_message(doc)
     return store.add_event(

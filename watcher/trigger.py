@@ -49,9 +49,13 @@ def _snoozed(cfg: Config, item_id: str, now: datetime) -> bool:
 
 
 def _eligible(cfg: Config, recipe: Recipe, ev: Evaluation) -> bool:
-    """On at least one page that is not parked (or on no page at all)."""
+    """On at least one page that is not parked by a maintainer (or on no page at all): a page
+    parked below the speed floor keeps being tested, so a faster run lifts it."""
     pages = [p for p in cfg.pages if recipe.id in p.recipes]
-    return not pages or any(ev.pages[p.id].status != "parked" for p in pages)
+    return not pages or any(
+        ev.pages[p.id].status != "parked" or (ev.pages[p.id].parked or {}).get("by") == "floor"
+        for p in pages
+    )
 
 
 def _release_items(cfg: Config, recipe: Recipe) -> set[str]:

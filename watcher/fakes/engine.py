@@ -9,8 +9,10 @@ loading line and never binds); `ignore-term` (ready, but it and its children ign
 --tools call answers a request with `tools` with a tool call (streamed or not; `ignore`, the
 default, answers in text like an engine without a tool parser); a long answer (max_tokens over
 200) counts on in number words, or with --degenerate falls into a loop of one phrase.
---children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). Unknown arguments
-(the real engine's flags) are accepted and ignored.
+--children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). --tokens-per-s,
+--burst (tokens per chunk) and --ttft set its speed; --generation-fails answers /health but not a
+generation (vLLM's head-size trap). Unknown arguments (the real engine's flags) are accepted and
+ignored.
 
 Builds (for `watcher bisect`): --build names the build this process is (an image ref or a pip
 requirement; default: $FAKE_DOCKER_IMAGE, which the tests' fake docker sets from `docker run`'s
@@ -28,6 +30,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -54,6 +57,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--children", type=int, default=0)
     p.add_argument("--answer", default="Paris.")
     p.add_argument("--tokens-per-s", type=float, default=400.0)
+    p.add_argument(
+        "--burst",
+        type=int,
+        default=1,
+        help="tokens per streamed chunk (real engines send several at once)",
+    )
+    p.add_argument("--ttft", type=float, default=0.02, help="seconds before the first token")
+    p.add_argument(
+        "--generation-fails",
+        action="store_true",
+        help="like vLLM refusing a head size: /health answers 200, the first generation logs "
+        "the error, answers 500 and the server exits",
+    )
     p.add_argument("--accept-length", type=float, default=None)
     p.add_argument("--metrics-style", choices=("sglang", "vllm", "none"), default="sglang")
     p.add_argument("--version", dest="engine_version", default="0.0.0-fake")
@@ -200,6 +216,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"error": "bad json"}, 400)
         if self.path != "/v1/chat/completions":
             return self._json({"detail": "Not Found"}, 404)
+        if a.generation_fails:
+            print(
+                "RuntimeError: Unsupported CPU attention configuration: head_dim=16 isa=2",
+                flush=True,
+            )
+            threading.Timer(0.3, os._exit, (1,)).start()
+            return self._json({"error": {"message": "EngineCore encountered an issue."}}, 500)
         if req.get("stream"):
             return self._stream(req)
         if req.get("tools") and a.tools == "call":
@@ -226,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {"completion_tokens": len(text.split())},
+                "usage": {"completion_tokens": len(text.split()) or (1 if text else 0)},
             }
         )
 
@@ -245,7 +268,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
-        time.sleep(0.02)  # prefill
+        started = time.monotonic()
+        time.sleep(a.ttft)  # prefill
+        first_at = time.monotonic()
         if req.get("tools") and a.tools == "call":
             call = _tool_answer(a, req)["choices"][0]["message"]["tool_calls"][0]
             fn, arguments = call["function"], call["function"]["arguments"]
@@ -271,10 +296,23 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             )
             n = 0
-        for i in range(n):
-            delta = {"content": WORDS[i % len(WORDS)] + " "}
-            send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
-            time.sleep(1.0 / a.tokens_per_s)
+        burst = max(1, a.burst)
+        for i in range(0, n, burst):
+            words = [WORDS[j % len(WORDS)] + " " for j in range(i, min(n, i + burst))]
+            delta = {"content": "".join(words)}
+            # a chunk leaves once its tokens are made; the first token comes with the prefill
+            time.sleep((len(words) - (0 if i else 1)) / a.tokens_per_s)
+            chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+            if (req.get("stream_options") or {}).get("continuous_usage_stats"):
+                chunk["usage"] = {"completion_tokens": i + len(words)}  # as vLLM does
+            send(chunk)
+        with _COUNTED:
+            _STREAMED[0] += n
+            # vLLM's own per-request clocks, as its /metrics histograms keep them
+            _TIMES["decode_s"] += time.monotonic() - first_at
+            _TIMES["ttft_s"] += first_at - started
+            _TIMES["requests"] += 1
+            _TIMES["tokens"] += n
         if (req.get("stream_options") or {}).get("include_usage"):
             send(
                 {
@@ -341,20 +379,43 @@ def _long_text(tokens: int, degenerate: bool) -> str:
     return " ".join(_number_words(i) for i in range(1, tokens + 1))
 
 
+_COUNTED = threading.Lock()
+_STREAMED = [0]  # tokens streamed so far: vLLM's spec-decode counters grow with them
+_TIMES = {"decode_s": 0.0, "ttft_s": 0.0, "requests": 0, "tokens": 0}
+
+
+def _vllm_request_metrics(a: argparse.Namespace) -> str:
+    label = f'{{model_name="{a.served_model_name}"}}'
+    with _COUNTED:
+        t = dict(_TIMES)
+    return (
+        "# TYPE vllm:request_decode_time_seconds histogram\n"
+        f"vllm:request_decode_time_seconds_sum{label} {t['decode_s']!r}\n"
+        f"vllm:request_decode_time_seconds_count{label} {t['requests']}.0\n"
+        f"vllm:request_generation_tokens_sum{label} {t['tokens']}.0\n"
+        f"vllm:request_generation_tokens_count{label} {t['requests']}.0\n"
+        f"vllm:time_to_first_token_seconds_sum{label} {t['ttft_s']!r}\n"
+        f"vllm:time_to_first_token_seconds_count{label} {t['requests']}.0\n"
+    )
+
+
 def _metrics(a: argparse.Namespace) -> str:
+    timing = _vllm_request_metrics(a) if a.metrics_style == "vllm" else ""
     if a.accept_length is None:
-        return "# no spec decode\n"
+        return timing or "# no spec decode\n"
     if a.metrics_style == "sglang":
         return (
             "# TYPE sglang:spec_accept_length gauge\n"
             f'sglang:spec_accept_length{{model_name="{a.served_model_name}"}} {a.accept_length}\n'
         )
-    drafts = 100
-    accepted = round((a.accept_length - 1.0) * drafts)
-    return (
+    with _COUNTED:
+        tokens = _STREAMED[0]
+    drafts = tokens / a.accept_length  # each draft step yields accept_length tokens
+    accepted = tokens - drafts
+    return timing + (
         "# TYPE vllm:spec_decode_num_drafts_total counter\n"
-        f'vllm:spec_decode_num_drafts_total{{model_name="{a.served_model_name}"}} {drafts}.0\n'
-        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{a.served_model_name}"}} {accepted}.0\n'
+        f'vllm:spec_decode_num_drafts_total{{model_name="{a.served_model_name}"}} {drafts!r}\n'
+        f'vllm:spec_decode_num_accepted_tokens_total{{model_name="{a.served_model_name}"}} {accepted!r}\n'
     )
 
 

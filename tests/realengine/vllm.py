@@ -1,0 +1,55 @@
+"""Where the real engine lives for the tests and bench/real_engine.py: vLLM's CPU build, installed
+by deploy/install-vllm-cpu into its own venv outside the clone, and a tiny model made locally."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VERSION = os.environ.get("WATCHER_VLLM_CPU_VERSION", "0.32.0")
+NGRAM = {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}
+ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
+
+
+def venv_dir() -> Path:
+    """The same folder deploy/install-vllm-cpu installs into."""
+    root = os.environ.get("WATCHER_VLLM_CPU_HOME")
+    if not root:
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = str(Path(cache) / "watcher")
+    return Path(root) / f"vllm-cpu-{VERSION}"
+
+
+def vllm_python() -> Path | None:
+    """The venv's python when the install finished, else None."""
+    venv = venv_dir()
+    py = venv / "bin" / "python"
+    return py if (venv / ".installed").exists() and py.exists() else None
+
+
+def make_model(python: Path, out: Path, head_dim: int = 32) -> Path:
+    """The tiny random Qwen2 (tests/realengine/make_tiny_model.py), made with the venv's torch."""
+    subprocess.run(
+        [str(python), str(REPO / "tests/realengine/make_tiny_model.py"), str(out)]
+        + ["--head-dim", str(head_dim)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return out
+
+
+def command(python: Path, *, spec: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+    """vLLM's OpenAI server (`vllm serve` finds no package metadata in this install)."""
+    argv = [
+        str(python), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "{model}", "--served-model-name", "tiny",
+        "--host", "127.0.0.1", "--port", "{port}",
+        "--gpu-memory-utilization", "0.15", "--max-model-len", "1024",
+    ]  # fmt: skip
+    if spec:
+        argv += ["--speculative-config", json.dumps(NGRAM)]
+    return argv + list(extra)
