@@ -194,3 +194,17 @@ def test_a_template_override_cannot_leak_a_token_into_a_comment(tmp_path, monkey
     e = event(22) | {"message": "leak s3cret-value-of-the-token hf_" + "a" * 24}
     body = Bodies(cfg, evaluate(cfg, {}, [], {}, NOW), {}, [], {}).event(e, None)
     assert body == f"{event_marker(22)}\nraw: leak [redacted] [redacted]\n"
+
+
+def test_an_item_without_a_label_is_still_a_visible_link_in_the_status_comment(tmp_path):
+    """A link whose text is empty (`[](url)`) renders as nothing: the item vanishes from the
+    comment. Without a label the link says the item's title, or its id."""
+    text = (REPO / "watch.toml").read_text(encoding="utf-8")
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("label = "))
+    (tmp_path / "watch.toml").write_text(text + "\n", encoding="utf-8")
+    cfg = load_config(tmp_path / "watch.toml")
+    assert not any(i.label for i in cfg.items)
+    shown = cfg.item(cfg.blocker("marlin-pad").items[0])
+    body = Bodies(cfg, evaluate(cfg, {}, [], {}, NOW), {}, [], {}).status(cfg.page("sglang"))
+    assert "[](" not in body
+    assert f"[{shown.id}](" in body.replace("\\", "").replace("\u200d", "")
