@@ -376,3 +376,23 @@ def test_a_hint_starts_a_smoke_run_only_when_opted_in(tmp_path, opt_in):
     assert [(d.recipe, d.reasons) for d in due] == (
         [("r", ["item vllm-40361 of blocker marlin-pad changed"])] if opt_in else []
     )
+
+
+def test_status_json_evidence_is_plain_and_bounded_like_titles(tmp_path):
+    """Evidence lines are upstream text (a file's line, a commit subject): in status.json they
+    lose control and bidi characters and tokens, and are cut like titles; unsafe links go."""
+    cfg = parse(HINTED, tmp_path)
+    items = fixed_elsewhere_rows("absent")
+    line = items["guard"]["details"]["code"]["lines"][0]
+    token = "ghp_" + "A" * 36
+    line["text"] = "\x1b[31mred\u202e " + token + " " + "x" * 5000
+    line["url"] = "javascript:alert(1)"
+    items["guard"]["details"]["warnings"] = ["\x1b]0;title\x07moved " + token]
+    ev = evaluate(cfg, items, [], {}, NOW)
+    doc = status_document(cfg, items, ev, None, [], "2026-11-30T12:00:00Z")
+    guard = next(i for i in doc["items"] if i["id"] == "guard")
+    shown = guard["evidence"]["lines"][0]
+    assert "\x1b" not in shown["text"] and "\u202e" not in shown["text"]
+    assert token not in shown["text"] and len(shown["text"]) <= 500
+    assert shown["url"] is None
+    assert token not in guard["warnings"][0] and "\x1b" not in guard["warnings"][0]

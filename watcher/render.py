@@ -357,6 +357,11 @@ def status_document(
         v.pop("details")
         for key, limit in UPSTREAM_FIELDS.items():
             v[key] = _plain(v.get(key), limit)
+        # evidence lines, warnings and the summary carry upstream text too (file lines, commit
+        # subjects, paths): made plain and bounded like titles, links kept only when safe
+        v["summary"] = _plain(v.get("summary"), 500)
+        v["warnings"] = [_plain(w, 500) for w in v.get("warnings") or []]
+        v["evidence"] = _plain_tree(v.get("evidence"))
         if safe_url(v["url"]) == "#":
             v["url"] = cfg.item(v["id"]).html_url
     last = cycle or {}
@@ -434,6 +439,19 @@ def status_document(
 
 def _plain(text: Any, limit: int) -> str | None:
     return None if text is None else plain_text(text, limit)
+
+
+def _plain_tree(value: Any, key: str = "") -> Any:
+    """Every string of an evidence structure made plain (500 characters); URLs kept if safe."""
+    if isinstance(value, dict):
+        return {k: _plain_tree(v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_tree(v, key) for v in value]
+    if isinstance(value, str):
+        if key == "url" or key.endswith("_url"):
+            return value if safe_url(value) != "#" else None
+        return plain_text(value, 500)
+    return value
 
 
 def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
