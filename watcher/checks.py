@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from watcher.config import Recipe
-from watcher.probes import NO_THINKING, Probe
+from watcher.probes import NO_THINKING, Probe, sse_objects
 
 WEATHER_TOOL = {
     "type": "function",
@@ -104,16 +104,7 @@ def stream_tool_call(client: httpx.Client, p: Probe, recipe: Recipe) -> dict[str
         if r.status_code != 200:
             r.read()
             return _check("stream-tool-call", False, f"answered HTTP {r.status_code}")
-        for line in r.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                break
-            try:
-                obj = json.loads(payload)
-            except ValueError:
-                continue
+        for obj in sse_objects(r):
             for choice in obj.get("choices") or []:
                 for call in (choice.get("delta") or {}).get("tool_calls") or []:
                     chunks += 1

@@ -17,7 +17,7 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -206,16 +206,7 @@ def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKEN
         if r.status_code != 200:
             r.read()
             raise ProbeError(f"streamed completion answered HTTP {r.status_code}: {r.text[:200]}")
-        for line in r.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                break
-            try:
-                obj = json.loads(payload)
-            except json.JSONDecodeError:
-                continue
+        for obj in sse_objects(r):
             running = completion_tokens(obj)
             usage_tokens = running or usage_tokens
             for choice in obj.get("choices") or []:
@@ -234,6 +225,23 @@ def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKEN
             f"{chunks} chunks cannot say how many tokens came"
         )
     return Timing(first - sent, usage_tokens, end - first, min(first_tokens, usage_tokens))
+
+
+def sse_objects(r: httpx.Response) -> Iterator[dict[str, Any]]:
+    """The JSON objects of an OpenAI-style event stream (`data:` lines), up to its [DONE];
+    a line that is not JSON is skipped."""
+    for line in r.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
 
 
 class ProbeError(Exception):
