@@ -18,7 +18,7 @@ from pathlib import Path
 from smokekit import engine_command, write_config
 
 from watcher.fakes.github import FakeGitHub
-from watcher.fakes.scenarios import real_threads
+from watcher.fakes.scenarios import load, real_threads
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_" + "S3cr3tT0k3n" * 3
@@ -47,6 +47,7 @@ def test_an_engine_finds_no_token_in_watchers_proc_environ(tmp_path):
 def test_watcher_still_sends_the_token_it_holds(tmp_path):
     with FakeGitHub(tokens={TOKEN: "watcher-bot"}) as gh:
         real_threads(gh)
+        load(gh, "sglang_code")  # every repository the default list reads: no 404 on a first read
         shutil.copy(REPO / "watch.toml", tmp_path / "watch.toml")
         env = dict(os.environ, PYTHONPATH=str(REPO), GITHUB_API_URL=gh.url, GITHUB_TOKEN=TOKEN)
         r = subprocess.run(

@@ -72,15 +72,12 @@ def _wanted(cfg: Config, store: Store, events: list[dict[str, Any]], client) -> 
             for rid in cfg.page(e["subject"]).recipes:
                 recipe = cfg.recipe(rid)
                 runs = _target_runs(store, recipe)
-                bad = next((r for r in runs if r["outcome"] != "passed"), None)
-                good = next(
-                    (
-                        r
-                        for r in runs
-                        if r["outcome"] == "passed" and bad and r["started_at"] < bad["started_at"]
-                    ),
-                    None,
-                )
+                # by position (newest first), not by timestamp: two runs can share a second
+                at = next((k for k, r in enumerate(runs) if r["outcome"] != "passed"), None)
+                bad = None if at is None else runs[at]
+                good = None
+                if at is not None:
+                    good = next((r for r in runs[at + 1 :] if r["outcome"] == "passed"), None)
                 if recipe.source and bad and good:
                     out.append((recipe, good, bad, False, f"page {e['subject']} regressed"))
         if e.get("kind") == "blocker" and e.get("new") in ("fix-merged", "verified"):
@@ -88,20 +85,20 @@ def _wanted(cfg: Config, store: Store, events: list[dict[str, Any]], client) -> 
                 if e["subject"] not in recipe.blockers or not recipe.source:
                     continue
                 runs = _target_runs(store, recipe)
-                bad = next(
-                    (r for r in runs if e["subject"] in (r.get("blockers_reproduced") or [])), None
-                )
-                if not bad:
-                    continue
-                # verified: the run that got past it names the fixed build; else the latest release
-                good = next(
+                at = next(
                     (
-                        r
-                        for r in runs
-                        if r["outcome"] == "passed" and r["started_at"] > bad["started_at"]
+                        k
+                        for k, r in enumerate(runs)
+                        if e["subject"] in (r.get("blockers_reproduced") or [])
                     ),
                     None,
                 )
+                if at is None:
+                    continue
+                bad = runs[at]
+                # verified: the run that got past it (newer, so earlier in the list) names the
+                # fixed build; else the latest release
+                good = next((r for r in runs[:at] if r["outcome"] == "passed"), None)
                 why = f"blocker {e['subject']} went {e['new']}"
                 out.append((recipe, good, bad, True, why))
     return out

@@ -329,7 +329,7 @@ class Store(CommentStore, TriggerStore, BisectStore):
                 "SELECT doc FROM smoke_runs WHERE recipe IS ? AND matches_target = 1"
                 " AND outcome NOT IN ('skipped', 'started', 'interrupted')"
                 " AND json_extract(doc, '$.bisect') IS NULL"  # a bisect step: an old build
-                " ORDER BY started_at DESC, run_id DESC LIMIT 1",
+                " ORDER BY started_at DESC, rowid DESC LIMIT 1",
                 (recipe,),
             ).fetchone()
             if row:
@@ -349,7 +349,9 @@ class Store(CommentStore, TriggerStore, BisectStore):
     ) -> list[dict[str, Any]]:
         """Newest first."""
         where = {"recipe = ?": recipe} if recipe else {}
-        rows = self._select("smoke_runs", where, "started_at DESC, run_id DESC", limit, cols="doc")
+        # within one second (started_at's resolution) the later write comes first: a run's row is
+        # replaced as it finishes, so rowid follows the order runs were written, not a random id
+        rows = self._select("smoke_runs", where, "started_at DESC, rowid DESC", limit, cols="doc")
         return [json.loads(r["doc"]) for r in rows]
 
     # -- heartbeats (serve: is the scheduler alive, and when does it check next?)
