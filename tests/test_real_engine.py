@@ -49,7 +49,7 @@ def model(python, tmp_path_factory):
     return vllm.make_model(python, tmp_path_factory.mktemp("tiny-qwen2"))
 
 
-def _recipe(rid, title, command, model, extra=""):
+def _recipe(rid, title, command, model, extra="", checks=""):
     return f"""
 [[recipe]]
 id = "{rid}"
@@ -68,7 +68,7 @@ gpu_name = "RTX 3090"
 expect = ""
 repeats = 5
 decode_tokens = 256
-
+{checks}
 [recipe.env]
 {chr(10).join(f'{k} = "{v}"' for k, v in vllm.ENV.items())}
 """
@@ -79,7 +79,7 @@ def _config(tmp_path, python, model, floor):
         '[watcher]\ndata_dir = "data"\nsite_dir = "site"\n'
         + _recipe(
             "vllm-ngram", "vLLM n-gram", vllm.command(python, spec=True), model,
-            "spec_decode = true\n",
+            "spec_decode = true\n", "min_accept_length = 1.5\n",
         )
         + _recipe(
             "vllm-plain", "vLLM plain", vllm.command(python), model,
@@ -128,6 +128,10 @@ def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline
         assert run["teardown"]["leftovers"] == [] and run["teardown"]["escaped"] == []
     # n-gram drafts on the tiny model's repetitive greedy output: most are accepted
     assert 1.5 < base["metrics"]["accept_length"] <= 3.0
+    # the acceptance floor (issue 25's optional checks) judged on the real engine's counters
+    (floor,) = base["checks"]
+    assert floor["name"] == "accept-floor" and floor["ok"] is True, floor
+    assert doc["checks"] == []
     assert doc["metrics"]["accept_length"] is None
     c = doc["comparison"]
     assert c["verdict"] == "clears" and c["baseline"] == "vllm-ngram"
