@@ -29,7 +29,7 @@ from watcher.config import Config, Recipe
 from watcher.errors import ConfigError
 from watcher.launch import RunProcesses, Teardown, become_subreaper, children_of_self, engine_env
 from watcher.launch import teardown as stop_processes
-from watcher.probes import PORT_IN_USE, Wait, port_taken, probe, wait_ready
+from watcher.probes import Wait, probe, refuse_taken_port, wait_ready
 from watcher.redact import redact
 from watcher.signatures import all_signatures
 from watcher.smokelog import LogPump
@@ -160,15 +160,10 @@ def run_compose(
     env = engine_env(recipe, run_id)
     cwd = str(file.parent)
     port = recipe.host_port
-    if port is not None:
-        taken = port_taken(port)
-        if taken:
-            doc["outcome"], doc["signature"] = "error", PORT_IN_USE
-            doc["reason"] = (
-                f"not launched: {taken}; another process holds the port the compose service"
-                " publishes (stop it, or change the recipe's host_port)"
-            )
-            return
+    if port is not None and refuse_taken_port(
+        doc, port, "the compose service publishes", "stop it, or change the recipe's host_port"
+    ):
+        return
     doc["launch"] = {
         "container": None,
         "pid": None,

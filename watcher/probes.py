@@ -56,6 +56,17 @@ def port_taken(port: int) -> str | None:
     return None
 
 
+def refuse_taken_port(doc: dict[str, Any], port: int, whose: str, fix: str) -> bool:
+    """Before a launch: when `port` is taken, mark `doc` as a port-in-use error (the engine is
+    never started) and say so. `whose` names the port ("the recipe serves on"), `fix` the cure."""
+    taken = port_taken(port)
+    if not taken:
+        return False
+    doc["outcome"], doc["signature"] = "error", PORT_IN_USE
+    doc["reason"] = f"not launched: {taken}; another process holds the port {whose} ({fix})"
+    return True
+
+
 def _listening_inodes(port: int) -> set[str]:
     """Socket inodes listening on `port` (any address), from /proc/net/tcp{,6}."""
     out = set()

@@ -56,8 +56,8 @@ from watcher.probes import (
     PORT_IN_USE,
     Wait,
     generation_answered,
-    port_taken,
     probe,
+    refuse_taken_port,
     served_by,
     wait_ready,
 )
@@ -277,13 +277,7 @@ def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str
     failures: list[str] = []
     notes: list[str] = []
     wait: Wait | None = None
-    taken = port_taken(port)
-    if taken:
-        doc["outcome"], doc["signature"] = "error", PORT_IN_USE
-        doc["reason"] = (
-            f"not launched: {taken}; another process holds the port the recipe serves on"
-            " (stop it, or change the recipe's port)"
-        )
+    if refuse_taken_port(doc, port, "the recipe serves on", "stop it, or change the recipe's port"):
         return
     doc["launch"] = {"container": container, "pid": None}
     mark_started(cfg, doc, recover=True)
