@@ -1,7 +1,7 @@
 """Bisect benchmark: smoke runs per bisect against the budget ceil(log2 N) + 2.
 
 The grid is real (the fake GitHub's tags and compare answers, every build checked through the
-tests' fake `docker manifest inspect`); the search is watcher's own (`watcher.bisect.advance`,
+tests' fake `docker manifest inspect`); the search is watcher's own (`watcher.bisect.search.advance`,
 the store, the daily budget). Only the smoke run is replaced by a function that passes builds
 before the first bad one and fails after it with the Marlin signature, so every first-bad
 position of every grid size can be tried: N = 4, 16, 64, 200 (one commit per release).
@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from bisectkit import seed_releases, write_config  # noqa: E402
 from smokekit import RTX3090, fake_docker, fake_nvidia_smi  # noqa: E402
 
-from watcher import bisect as bs  # noqa: E402
-from watcher.config import load_config  # noqa: E402
+from watcher.bisect import search as bs  # noqa: E402
+from watcher.config.model import load_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
-from watcher.store import Store  # noqa: E402
+from watcher.store.db import Store  # noqa: E402
 
 
 def synthetic_runner(first_bad: int, broken: set[int], index_of: dict[str, int]):

@@ -39,7 +39,7 @@ LINES = [
 SCAN = """
 import resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from watcher.classify import Classifier
+from watcher.smoke.classify import Classifier
 c = Classifier(engine=sys.argv[3])
 assert c.engine.name == sys.argv[3], c.engine.name
 t = time.perf_counter()
@@ -81,7 +81,7 @@ def scan(path: Path, engine: str, root: Path = ROOT) -> tuple[float, int, str]:
 
 def grep_patterns() -> list[str]:
     """The built-in families as POSIX ERE for GNU grep: (?i) becomes -i, (?:...) a group."""
-    from watcher.signatures import BUILTIN
+    from watcher.config.signatures import BUILTIN
 
     out = []
     for s in BUILTIN:

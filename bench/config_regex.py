@@ -1,5 +1,5 @@
 """Config regexes over one long upstream line: whole-text `re.finditer` (before issue 21) against
-watcher.textmatch (line by line, 2,000-character cap, hyperscan gate), side by side in one run.
+watcher.poll.textmatch (line by line, 2,000-character cap, hyperscan gate), side by side in one run.
 
     python bench/config_regex.py [--kib 8 16 32]
 
@@ -13,7 +13,7 @@ import argparse
 import re
 import time
 
-from watcher import textmatch
+from watcher.poll import textmatch
 
 PATTERN = r"GPTQ.*!=\s*0"
 

@@ -33,11 +33,11 @@ from watcher.fakes.github import FakeGitHub  # noqa: E402
 WORKER = r"""
 import json, sys
 from pathlib import Path
-from watcher.config import parse_config
-from watcher.cycle import run_cycle
-from watcher.github import GitHubClient
+from watcher.config.model import parse_config
+from watcher.loop.cycle import run_cycle
+from watcher.github.client import GitHubClient
 try:
-    from watcher.pacing import Budget
+    from watcher.github.pacing import Budget
     extra = {"budget": Budget(points_per_minute=10**9, content_per_minute=10**9)}
 except ImportError:
     extra = {}

@@ -21,9 +21,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from watcher.config import load_config  # noqa: E402
-from watcher.cycle import run_cycle  # noqa: E402
-from watcher.store import Store, iso  # noqa: E402
+from watcher.config.model import load_config  # noqa: E402
+from watcher.core.clock import iso  # noqa: E402
+from watcher.loop.cycle import run_cycle  # noqa: E402
+from watcher.store.db import Store  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 SEED_VERSION = "2"  # bump when make_history changes, so cached databases are seeded again

@@ -20,11 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.config import load_config  # noqa: E402
-from watcher.evaluate import evaluate  # noqa: E402
-from watcher.matrix import build_matrix  # noqa: E402
-from watcher.render import page_sources, page_text  # noqa: E402
-from watcher.store import Store, iso  # noqa: E402
+from watcher.config.model import load_config  # noqa: E402
+from watcher.core.clock import iso
+from watcher.judge.evaluate import evaluate  # noqa: E402
+from watcher.publish.matrix import build_matrix  # noqa: E402
+from watcher.publish.page import page_sources, page_text  # noqa: E402
+from watcher.store.db import Store  # noqa: E402
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 GPU = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "compute_capability": "8.6"}

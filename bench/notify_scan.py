@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.comments import GithubComments  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
-from watcher.notify_plan import carries, status_marker  # noqa: E402
+from watcher.github.comments import GithubComments  # noqa: E402
+from watcher.notify.plan import carries, status_marker  # noqa: E402
 
 
 def main() -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.config import parse_config  # noqa: E402
-from watcher.cycle import run_cycle  # noqa: E402
+from watcher.config.model import parse_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
-from watcher.github import GitHubClient  # noqa: E402
+from watcher.github.client import GitHubClient  # noqa: E402
+from watcher.loop.cycle import run_cycle  # noqa: E402
 
 REPO = "bench-org/engine"
 

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from realengine import vllm  # noqa: E402
 from smokekit import free_port  # noqa: E402
 
-from watcher.config import Checks, Recipe  # noqa: E402
-from watcher.launch import RunProcesses, build_argv, engine_env, teardown  # noqa: E402
-from watcher.probes import generation_answered, probe, wait_ready  # noqa: E402
+from watcher.config.model import Checks, Recipe  # noqa: E402
+from watcher.smoke.launch import RunProcesses, build_argv, engine_env, teardown  # noqa: E402
+from watcher.smoke.probes import generation_answered, probe, wait_ready  # noqa: E402
 
 
 def one_launch(python: Path, model: Path, spec: bool, repeats: int, tokens: int) -> dict:

@@ -40,9 +40,9 @@ from test_relevance import (  # noqa: E402
     GDN_MUST_NOT,
 )
 
-from watcher import poll  # noqa: E402
-from watcher.config import Item, load_config  # noqa: E402
+from watcher.config.model import Item, load_config  # noqa: E402
 from watcher.fakes.history import default_history, parse_time  # noqa: E402
+from watcher.poll import poller as poll  # noqa: E402
 
 # relevant = must-match plus the labelled misses ("(a miss)" in the reason)
 LABELS = {

@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from watcher.config import load_config  # noqa: E402
+from watcher.config.model import load_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
 from watcher.fakes.scenarios import load, real_threads  # noqa: E402
-from watcher.lock import cycle_lock  # noqa: E402
-from watcher.schedule import locked_cycle  # noqa: E402
+from watcher.loop.lock import cycle_lock  # noqa: E402
+from watcher.loop.schedule import locked_cycle  # noqa: E402
 
 
 def main() -> None:

@@ -98,8 +98,8 @@ def startup(repeat: int) -> None:
 def templates(repeat: int) -> None:
     import jinja2
 
-    from watcher import render
-    from watcher.config import load_config
+    from watcher.config.model import load_config
+    from watcher.publish import page as render
 
     cfg = load_config(ROOT / "watch.toml")
     item = dict(label="x", title="t", kind_word="issue", repo="o/r", number=1, url="#")
@@ -128,7 +128,7 @@ def templates(repeat: int) -> None:
 
 
 def lookups(repeat: int) -> None:
-    from watcher.config import _by_id, parse_config
+    from watcher.config.model import _by_id, parse_config
 
     n = 1000
     text = "".join(

@@ -3,7 +3,7 @@
     python bench/teardown.py [--children 8] [--grace 1.0] [--rounds 3]
 
 Starts the fake engine in `ignore-term` mode (it and its N children ignore SIGTERM) in its own
-session, waits until it is ready, then times `watcher.launch.teardown`: SIGTERM every group in the
+session, waits until it is ready, then times `watcher.smoke.launch.teardown`: SIGTERM every group in the
 session, wait `grace`, SIGKILL, check nothing is left. Also times a polite tree (children that
 exit on SIGTERM) for comparison. Teardown time ≈ grace + kill/reap time for the stubborn tree.
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from watcher.launch import session_pids, teardown  # noqa: E402
+from watcher.smoke.launch import session_pids, teardown  # noqa: E402
 
 
 def free_port() -> int:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from watcher import pacing
 from watcher.fakes.github import FakeGitHub
+from watcher.github import pacing
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,10 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from watcher.config import Config, load_config
-from watcher.cycle import run_cycle
-from watcher.store import Store, iso
+from watcher.config.model import Config, load_config
+from watcher.core.clock import iso
+from watcher.loop.cycle import run_cycle
+from watcher.store.db import Store
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

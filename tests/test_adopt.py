@@ -45,7 +45,7 @@ def run(argv, cwd: Path, env: dict, timeout: int = 300) -> subprocess.CompletedP
 @pytest.mark.slow
 def test_the_five_minute_path(tmp_path, fake_github):
     steps = readme_path()
-    from watcher.scaffold import install_problem, pinned_install
+    from watcher.onboard.scaffold import install_problem, pinned_install
 
     # the line a guide really runs: the pinned default, in a form pip resolves to one version
     assert steps[0] == f'pip install "{pinned_install()}"'

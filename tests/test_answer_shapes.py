@@ -1,6 +1,6 @@
 """Every path the client asks GitHub has a shape (issue 21 item 2).
 
-A malformed answer at an endpoint with no shape in `watcher.answers.ENDPOINTS` reaches code that
+A malformed answer at an endpoint with no shape in `watcher.github.answers.ENDPOINTS` reaches code that
 indexes it (KeyError, AttributeError) outside the item's own error handling and ends the whole
 cycle. So: a full default-list cycle (twice: 200s, then 304s) and the demo run against the fake
 GitHub, every GET it saw is looked up, and one with no shape fails the test. A new endpoint
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import watcher.demo as demo
-from watcher.answers import BadAnswer, check, spec_for
-from watcher.config import load_config
-from watcher.cycle import run_cycle
+import watcher.onboard.demo as demo
+from watcher.config.model import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.scenarios import load, real_threads
-from watcher.github import GitHubClient
+from watcher.github.answers import BadAnswer, check, spec_for
+from watcher.github.client import GitHubClient
+from watcher.loop.cycle import run_cycle
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def test_every_path_a_cycle_and_the_demo_ask_has_a_shape(tmp_path, monkeypatch):
     gets = sorted({r.path for r in Recording.seen if r.method == "GET"})
     assert len(gets) > 20 and any(p.startswith("/repositories/") for p in gets), gets
     unshaped = [p for p in gets if spec_for(p) is None]
-    assert not unshaped, f"no shape in watcher.answers.ENDPOINTS for: {unshaped}"
+    assert not unshaped, f"no shape in watcher.github.answers.ENDPOINTS for: {unshaped}"
 
 
 # one malformed answer per endpoint the cycle reads: the items go stale, the cycle goes on
@@ -93,7 +93,7 @@ def test_tags_malformed_is_refused(tmp_path):
     try:
         gh.fail("GET", r"/releases/latest$", status=404, body={"message": "Not Found"}, times=-1)
         gh.fail("GET", r"/tags$", status=200, body={"name": "v1"}, times=-1)
-        from watcher.poll import resolve_ref
+        from watcher.poll.heads import resolve_ref
 
         with pytest.raises(BadAnswer, match="expected a list"):
             resolve_ref(GitHubClient(gh.url), "sgl-project/sglang", "latest-release")

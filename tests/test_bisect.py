@@ -10,11 +10,11 @@ from bisectkit import IMAGE, seed_releases, setup, write_config
 from click.testing import CliRunner
 from smokekit import REPO
 
-from watcher.bisect import budget_for, recipe_for
+from watcher.bisect.search import budget_for, recipe_for
 from watcher.cli import cli
-from watcher.config import load_config, recipe_digest
-from watcher.errors import WatcherError
-from watcher.store import Store
+from watcher.config.model import load_config, recipe_digest
+from watcher.core.errors import WatcherError
+from watcher.store.db import Store
 
 
 def run_cli(*args: str):
@@ -58,7 +58,7 @@ def test_finds_the_exact_first_bad_build_within_budget(tmp_path, fake_github, mo
     assert len(runs) == rep["runs"] and all(run.get("bisect") for run in runs)
     assert "automatically" in rep["automated"] and "RTX 3090" in rep["hardware"]
     # the report on stdout
-    from watcher.bisect_report import text
+    from watcher.bisect.report import text
 
     shown = text(state)
     assert f"  first bad: {IMAGE}:v0.1.11 (sha256:" in shown
@@ -273,9 +273,9 @@ def test_noisy_performance_regression_is_found_with_enough_repeats(
 def test_the_report_reaches_the_site_the_feed_and_the_sticky_comment(
     tmp_path, fake_github, monkeypatch
 ):
-    from watcher.evaluate import evaluate
-    from watcher.notify_plan import Bodies
-    from watcher.store import utcnow
+    from watcher.core.clock import utcnow
+    from watcher.judge.evaluate import evaluate
+    from watcher.notify.plan import Bodies
 
     setup(monkeypatch, tmp_path)
     rel = seed_releases(fake_github, 4)

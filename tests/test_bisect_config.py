@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from watcher.bisect import DECODE_CHECK, budget_for, failure_key, judge, next_index
-from watcher.config import parse_config
-from watcher.errors import ConfigError
+from watcher.bisect.search import DECODE_CHECK, budget_for, failure_key, judge, next_index
+from watcher.config.model import parse_config
+from watcher.core.errors import ConfigError
 
 RECIPE = """
 [[recipe]]
@@ -153,7 +153,7 @@ def test_budget_counts():
 
 
 def test_installed_check_by_version_or_commit():
-    from watcher.bisect import installed_check
+    from watcher.bisect.search import installed_check
 
     release = {"tag": "v0.5.3", "version": "0.5.3", "sha": "abcdef1234567890"}
     nightly = {"tag": None, "version": "abcdef12", "sha": "abcdef1234567890"}

@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from watcher.config import load_config, parse_config
-from watcher.render import environment, package_templates
+from watcher.config.model import load_config, parse_config
+from watcher.publish.page import environment, package_templates
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from smokekit import engine_command, write_config
 
-from watcher.checks import find_loop
-from watcher.config import load_config
-from watcher.errors import ConfigError
-from watcher.hardware import Gpu, GpuReading
-from watcher.matrix import build_matrix, cell_summary
-from watcher.smoke import run_recipe
+from watcher.config.model import load_config
+from watcher.core.errors import ConfigError
+from watcher.publish.matrix import build_matrix, cell_summary
+from watcher.smoke.checks import find_loop
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.run import run_recipe
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
 ALL = "tool_call = true\nstream_tool_call = true\nlong_output_tokens = 400"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from watcher.classify import Classifier, describe, tail
-from watcher.signatures import BUILTIN_IDS, Signature, all_signatures
+from watcher.config.signatures import BUILTIN_IDS, Signature, all_signatures
+from watcher.smoke.classify import Classifier, describe, tail
 
 C = Classifier()
 

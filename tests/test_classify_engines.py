@@ -16,17 +16,17 @@ import sys
 import pytest
 from test_classify import FAMILIES, MARLIN
 
-from watcher.classify import (
+from watcher.config.model import Signature
+from watcher.config.signatures import BUILTIN, all_signatures
+from watcher.core.patterns import (
     ANYTHING,
     ENGINES,
     FOLD,
-    Classifier,
     _hyperscan_accepts,
     hyperscan_pattern,
     requirement,
 )
-from watcher.config import Signature
-from watcher.signatures import BUILTIN, all_signatures
+from watcher.smoke.classify import Classifier
 
 EXTRA = (
     Signature(id="lookaround", pattern=r"(?<!no )fatal (\w+) again \1", kind="upstream"),

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import Item, load_config
-from watcher.cycle import run_cycle
-from watcher.errors import GitHubError
+from watcher.config.model import Item, load_config
+from watcher.core.errors import GitHubError
 from watcher.fakes.github import FakeGitHub
-from watcher.github import GitHubClient
-from watcher.poll import read_code_item, resolve_ref
+from watcher.github.client import GitHubClient
+from watcher.loop.cycle import run_cycle
+from watcher.poll.heads import resolve_ref
+from watcher.poll.poller import read_code_item
 
 ROOT = Path(__file__).resolve().parent.parent
 SGL = "sgl-project/sglang"

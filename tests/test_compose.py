@@ -14,13 +14,13 @@ import pytest
 from composekit import DIGEST, calls, compose_file, fake_compose_docker
 from smokekit import REPO, alive, free_port, with_path
 
-from watcher import compose as compose_mod
-from watcher.composefile import path_labels, read_service, spec_method
-from watcher.config import load_config
-from watcher.errors import ConfigError
-from watcher.hardware import Gpu, GpuReading
-from watcher.smoke import run_recipe
-from watcher.store import Store
+from watcher.config.composefile import path_labels, read_service, spec_method
+from watcher.config.model import load_config
+from watcher.core.errors import ConfigError
+from watcher.smoke import compose as compose_mod
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.run import run_recipe
+from watcher.store.db import Store
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),) * 2, "nvml")
 
@@ -300,7 +300,7 @@ def test_sigterm_to_watcher_takes_the_project_down(tmp_path, docker_env):
 
 
 def test_the_next_start_takes_down_a_project_a_killed_watcher_left(tmp_path, docker_env):
-    from watcher.smoke import recover_interrupted
+    from watcher.smoke.run import recover_interrupted
 
     port = free_port()
     compose_file(tmp_path / "models" / "c.yml", port, "--mode", "hang")

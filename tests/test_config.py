@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import load_config, parse_config, parse_duration
-from watcher.errors import ConfigError
+from watcher.config.model import load_config, parse_config, parse_duration
+from watcher.core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -194,7 +194,7 @@ def test_missing_file_says_how_to_make_one(tmp_path):
 
 
 def test_cycle_timeout_defaults_to_ten_request_timeouts_and_at_least_a_minute(tmp_path):
-    from watcher.cycle import poll_deadline
+    from watcher.loop.cycle import poll_deadline
 
     assert poll_deadline(parse("[watcher]\n", tmp_path).settings) == 200
     assert poll_deadline(parse('[watcher]\ntimeout = "2s"\n', tmp_path).settings) == 60

@@ -9,10 +9,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config import load_config
-from watcher.cycle import run_cycle
+from watcher.config.model import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.scenarios import load, real_threads
+from watcher.loop.cycle import run_cycle
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_explain_traces_page_blocker_item(tmp_path):
     with FakeGitHub() as gh:
         real_threads(gh)
         load(gh, "sglang_code")  # the files the code items read
-        from watcher.github import GitHubClient
+        from watcher.github.client import GitHubClient
 
         run_cycle(cfg, client=GitHubClient(gh.url))
     runner = CliRunner()
@@ -84,7 +84,7 @@ def test_snoozed_item_changes_are_marked(tmp_path):
     cfg = load_config(tmp_path / "watch.toml")
     with FakeGitHub() as gh:
         real_threads(gh)
-        from watcher.github import GitHubClient
+        from watcher.github.client import GitHubClient
 
         first = run_cycle(cfg, client=GitHubClient(gh.url))
         snoozed = [e for e in first.events if e["subject"] == "vllm-40361"]
@@ -97,10 +97,10 @@ def test_transitions_caused_by_snoozed_items_trigger_nothing(tmp_path):
     """Snoozed: polled and shown, but its changes start no smoke run and post no comment."""
     from datetime import UTC, datetime
 
-    from watcher.evaluate import evaluate
-    from watcher.notify_plan import worth_a_comment
-    from watcher.store import Store
-    from watcher.trigger import due_recipes
+    from watcher.judge.evaluate import evaluate
+    from watcher.notify.plan import worth_a_comment
+    from watcher.smoke.trigger import due_recipes
+    from watcher.store.db import Store
 
     cfg = load_config(REPO / "watch.toml")
     page_event = {"kind": "page", "subject": "sglang", "old": "blocked", "new": "ready-to-test"}

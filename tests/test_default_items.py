@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import load_config
+from watcher.config.model import load_config
 from watcher.fakes.github import FakeGitHub
-from watcher.github import GitHubClient
-from watcher.poll import read_code_item
+from watcher.github.client import GitHubClient
+from watcher.poll.poller import read_code_item
 
 REPO = Path(__file__).resolve().parent.parent
 SGL = "sgl-project/sglang"

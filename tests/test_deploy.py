@@ -16,12 +16,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from watcher import dbchanged as db_changed
 from watcher.cli import cli
-from watcher.config import load_config
-from watcher.errors import LockBusy
+from watcher.config.model import load_config
+from watcher.core.errors import LockBusy
 from watcher.fakes.github import FakeGitHub
-from watcher.scaffold import watch_workflow
+from watcher.onboard import dbchanged as db_changed
+from watcher.onboard.scaffold import watch_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))

@@ -251,8 +251,8 @@ def test_docker_permission_denied_points_at_the_docker_group(gpu_host):
 
 def test_the_workflow_must_grant_what_the_config_uses(tmp_path, fake_github):
     """A config switched to comments after `init --github` needs `issues: write` in watch.yml."""
-    from watcher.config import load_config
-    from watcher.scaffold import watch_workflow
+    from watcher.config.model import load_config
+    from watcher.onboard.scaffold import watch_workflow
 
     path = config(tmp_path, fake_github.url)
     workflows = tmp_path / ".github" / "workflows"
@@ -270,8 +270,8 @@ def test_the_workflow_must_grant_what_the_config_uses(tmp_path, fake_github):
 
 
 def test_install_source_must_name_one_resolvable_version(tmp_path):
-    from watcher.doctor import check_install
-    from watcher.scaffold import install_problem, pinned_install
+    from watcher.onboard.doctor import check_install
+    from watcher.onboard.scaffold import install_problem, pinned_install
 
     assert install_problem(pinned_install()) is None
     assert install_problem("upstream-blocker-watcher==0.1.0") is None

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from smokekit import engine_command, write_config
 
-from watcher.classify import Classifier, describe
-from watcher.config import load_config
-from watcher.hardware import Gpu, GpuReading
-from watcher.signatures import all_signatures
-from watcher.smoke import run_recipe
+from watcher.config.model import load_config
+from watcher.config.signatures import all_signatures
+from watcher.smoke.classify import Classifier, describe
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.run import run_recipe
 
 FIXTURES = Path(__file__).parent / "realengine" / "fixtures"
 C = Classifier(all_signatures())

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from smokekit import clearing_comparison
 
-from watcher.config import load_config, parse_config
-from watcher.evaluate import evaluate, transitions
+from watcher.config.model import load_config, parse_config
+from watcher.judge.evaluate import evaluate, transitions
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -53,8 +53,8 @@ def test_the_check_sees_an_offender(tmp_path, monkeypatch):
     (fake_pkg / "demo.py").write_text("import watcher.fakes.engine\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake_pkg)
     assert _offenders() == [
-        "watcher/poll.py: imports watcher.fakes.github",
-        "watcher/poll.py: imports watcher.fakes.github.FakeGitHub",
-        "watcher/site.py: imports watcher.fakes",
-        "watcher/site.py: imports watcher.fakes.scenarios",
+        "watcher/poll/poller.py: imports watcher.fakes.github",
+        "watcher/poll/poller.py: imports watcher.fakes.github.FakeGitHub",
+        "watcher/publish/site.py: imports watcher.fakes",
+        "watcher/publish/site.py: imports watcher.fakes.scenarios",
     ]

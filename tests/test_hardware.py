@@ -7,8 +7,8 @@ from click.testing import CliRunner
 from smokekit import A10, RTX3090, engine_command, fake_nvidia_smi, with_path, write_config
 
 from watcher.cli import cli
-from watcher.config import Hardware, load_config
-from watcher.hardware import (
+from watcher.config.model import Hardware, load_config
+from watcher.smoke.hardware import (
     Gpu,
     GpuReading,
     check_hardware,
@@ -16,7 +16,7 @@ from watcher.hardware import (
     parse_nvidia_smi,
     read_gpus,
 )
-from watcher.smoke import run_recipe
+from watcher.smoke.run import run_recipe
 
 
 @pytest.fixture

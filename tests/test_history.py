@@ -14,11 +14,11 @@ from datetime import timedelta
 import sqlite_utils
 from site_seed import make_config, seed
 
-from watcher import site as site_module
-from watcher.evaluate import latest_target_runs
-from watcher.schema import migrations
-from watcher.site import render_site, state_spans
-from watcher.store import Store
+from watcher.judge.evaluate import latest_target_runs
+from watcher.publish import site as site_module
+from watcher.publish.site import render_site, state_spans
+from watcher.store.db import Store
+from watcher.store.schema import migrations
 
 OLD_INSERT = (
     "INSERT INTO observations (item_id, cycle_id, observed_at, state, title, fingerprint, data,"

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from watcher import poll
 from watcher.cli import cli
-from watcher.config import Item, load_config
+from watcher.config.model import Item, load_config
 from watcher.fakes.replay import ReplayGitHub
-from watcher.github import GitHubClient
+from watcher.github.client import GitHubClient
+from watcher.poll import heads
+from watcher.poll import poller as poll
 
 REPO = Path(__file__).resolve().parent.parent
 CUT = "2026-04-30T23:59:59Z"
@@ -168,7 +169,7 @@ def test_flashkda_rule(cfg, replay):
 
 def code_state(gh: ReplayGitHub, item: Item, ref: str) -> tuple[str, dict]:
     with GitHubClient(gh.url, token="test-token", retries=0) as client:
-        sha = poll.head_sha(client, item.repo, ref)
+        sha = heads.head_sha(client, item.repo, ref)
         return poll.read_code_item(client, item, sha, sha=sha)
 
 

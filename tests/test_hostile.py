@@ -7,11 +7,11 @@ import re
 import shutil
 from pathlib import Path
 
-from watcher.config import load_config
-from watcher.cycle import run_cycle
+from watcher.config.model import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.scenarios import load, real_threads
-from watcher.github import GitHubClient
+from watcher.github.client import GitHubClient
+from watcher.loop.cycle import run_cycle
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_KnownTestToken0123456789abcdefABCDEF"

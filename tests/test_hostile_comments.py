@@ -20,9 +20,9 @@ from test_notify import (  # noqa: F401 (fixtures)
     ours,
 )
 
-from watcher.comments import MAX_COMMENT_PAGES, CommentError, GithubComments
-from watcher.config import load_config
-from watcher.notify_plan import status_marker
+from watcher.config.model import load_config
+from watcher.github.comments import MAX_COMMENT_PAGES, CommentError, GithubComments
+from watcher.notify.plan import status_marker
 
 COMMENTS = f"/repos/{DOCS}/issues/{ISSUE}/comments"
 

@@ -13,13 +13,13 @@ import pytest
 from hostile_github import HostileServer
 from test_trigger import gha_cfg, remote_doc
 
-from watcher.config import Item, parse_config
-from watcher.cycle import run_cycle
-from watcher.dispatch import dispatch_and_wait
-from watcher.errors import GitHubError
-from watcher.github import GitHubClient, public_url, same_origin
-from watcher.poll import Poller
-from watcher.store import Store
+from watcher.config.model import Item, parse_config
+from watcher.core.errors import GitHubError
+from watcher.github.client import GitHubClient, public_url, same_origin
+from watcher.loop.cycle import run_cycle
+from watcher.poll.poller import Poller
+from watcher.smoke.dispatch import dispatch_and_wait
+from watcher.store.db import Store
 
 TOKEN = "ghp_HostileNetTestToken0123456789abcdef"
 ISSUE = {

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from watcher import poll
-from watcher.config import Item
+from watcher.config.model import Item
 from watcher.fakes.github import FakeGitHub
-from watcher.github import GitHubClient
+from watcher.github.client import GitHubClient
+from watcher.poll import poller as poll
 
 BIG = "x = 1\n" * 250_000 + "pad_to(n)\n"  # 1.5 MB
 

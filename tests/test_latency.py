@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import parse_config
-from watcher.cycle import run_cycle
+from watcher.config.model import parse_config
 from watcher.fakes.github import FakeGitHub
-from watcher.store import Store
+from watcher.loop.cycle import run_cycle
+from watcher.store.db import Store
 
 CODE = "o/code"
 ISSUES = "o/issues"
@@ -248,8 +248,8 @@ def test_the_feed_is_not_asked_again_before_its_poll_interval(gh, tmp_path):
 def test_the_sweep_moves_on_with_the_clock_where_the_database_is_not_saved():
     """On Actions the database is committed only when something changed (or every 6 h): the
     counter read back is the committed one, yet each run still takes the next sweep turn."""
-    from watcher.events_feed import EventsFeed
-    from watcher.github import GitHubClient
+    from watcher.github.client import GitHubClient
+    from watcher.poll.events_feed import EventsFeed
 
     with GitHubClient("http://127.0.0.1:9", token="t") as client:
         EventsFeed(client, 10, interval=300, clock=lambda: 3000.0)

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import load_config
-from watcher.matrix import build_matrix, cell_summary, run_rig
-from watcher.render import page_sources, page_text
-from watcher.site import render_site
-from watcher.store import Store, iso
+from watcher.config.model import load_config
+from watcher.core.clock import iso
+from watcher.publish.matrix import build_matrix, cell_summary, run_rig
+from watcher.publish.page import page_sources, page_text
+from watcher.publish.site import render_site
+from watcher.store.db import Store
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 GPU = {"name": "NVIDIA GeForce RTX 3090", "memory_mib": 24576, "compute_capability": "8.6"}
@@ -175,7 +176,7 @@ def test_a_pass_ages_into_stale(seeded):
 
 def test_the_generated_page_has_every_cell_and_its_evidence(seeded):
     cfg, store = seeded
-    from watcher.evaluate import evaluate
+    from watcher.judge.evaluate import evaluate
 
     ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
     text = page_text(cfg, cfg.page("engines"), ev, page_sources(store), [], None, None, None)
@@ -214,7 +215,7 @@ def test_a_fragment_cannot_type_a_cell(seeded, tmp_path):
     )
     (tmp_path / "watch.toml").write_text(text)
     cfg = load_config(tmp_path / "watch.toml")
-    from watcher.evaluate import evaluate
+    from watcher.judge.evaluate import evaluate
 
     ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
     page = page_text(cfg, cfg.page("engines"), ev, page_sources(store), [], None, None, None)
@@ -251,8 +252,8 @@ def _dispatched(tmp_path, fake_github, mutate):
     """Dispatch r1 through the fake GitHub; the fake runner's result.json is `mutate`d first."""
     from test_trigger import gha_cfg, remote_doc
 
-    from watcher.dispatch import dispatch_and_wait
-    from watcher.github import GitHubClient
+    from watcher.github.client import GitHubClient
+    from watcher.smoke.dispatch import dispatch_and_wait
 
     cfg = gha_cfg(tmp_path)
 
@@ -299,7 +300,7 @@ def test_a_result_that_does_not_match_the_dispatch_is_refused_and_logged(
 def test_runs_watcher_did_not_dispatch_are_refused(tmp_path):
     from test_trigger import gha_cfg, remote_doc
 
-    from watcher.dispatch import refusal
+    from watcher.smoke.dispatch import refusal
 
     cfg = gha_cfg(tmp_path)
     doc = remote_doc({"recipe": "r1", "run_id": "x"})
@@ -322,7 +323,7 @@ def test_a_refused_result_fills_no_cell_and_is_listed(seeded):
     row = next(r for r in mx["rows"] if r["recipe"] == "llama-tp1")
     assert {c["state"] for c in row["cells"].values()} == {"untested"}
     assert [r["run_id"] for r in mx["refused"]] == ["r8"]
-    from watcher.evaluate import evaluate
+    from watcher.judge.evaluate import evaluate
 
     ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
     text = page_text(cfg, cfg.page("engines"), ev, page_sources(store), [], None, None, None)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 from test_code_items import cli, cycle, item_doc, write_config
 
-from watcher import moves
-from watcher.config import Item
+from watcher.config.model import Item
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.replay import ReplayGitHub
-from watcher.github import GitHubClient
-from watcher.poll import Poller, read_code_item
+from watcher.github.client import GitHubClient
+from watcher.poll import moves
+from watcher.poll.poller import Poller, read_code_item
 
 SGL = "sgl-project/sglang"
 OLD = "python/sglang/srt/layers/quantization/marlin_utils.py"

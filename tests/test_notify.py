@@ -22,13 +22,14 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.comments import Pacer
-from watcher.config import load_config
-from watcher.cycle import run_cycle
-from watcher.evaluate import evaluate
-from watcher.notify import PAUSE_AFTER_POST_ENV, run_notify
-from watcher.notify_plan import GITHUB_BODY_LIMIT, event_marker, status_marker
-from watcher.store import Store, parse_iso
+from watcher.config.model import load_config
+from watcher.core.clock import parse_iso
+from watcher.github.comments import Pacer
+from watcher.judge.evaluate import evaluate
+from watcher.loop.cycle import run_cycle
+from watcher.notify.plan import GITHUB_BODY_LIMIT, event_marker, status_marker
+from watcher.notify.send import PAUSE_AFTER_POST_ENV, run_notify
+from watcher.store.db import Store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS, ISSUE = "guide/docs", 7
@@ -366,7 +367,7 @@ class _Unreachable:
     """A CommentAPI whose every call fails like a dropped connection."""
 
     def _fail(self, *a, **k):
-        from watcher.comments import CommentError
+        from watcher.github.comments import CommentError
 
         raise CommentError("ConnectionError: connection refused")
 
@@ -516,8 +517,8 @@ def test_pygithub_never_retries_or_sleeps_by_itself(gh, cfg):
 
 
 def test_markers_count_only_on_the_first_line():
-    from watcher.comments import Comment
-    from watcher.notify_plan import carries, same_content
+    from watcher.github.comments import Comment
+    from watcher.notify.plan import carries, same_content
 
     marker = event_marker(3)
     assert carries(Comment(1, BOT, f"{marker}\n### body"), marker)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from test_notify import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer
 
-from watcher.config import load_config
-from watcher.cycle import run_cycle
-from watcher.notify_plan import status_marker
+from watcher.config.model import load_config
+from watcher.loop.cycle import run_cycle
+from watcher.notify.plan import status_marker
 
 ACTIONS = "github-actions[bot]"
 
@@ -88,7 +88,7 @@ def test_outsiders_cannot_push_a_maintainers_ask_out_of_recent_requests(
 ):
     import json
 
-    from watcher.store import Store
+    from watcher.store.db import Store
 
     gh = fake_github
     world(gh, monkeypatch, "test-token")
@@ -110,7 +110,7 @@ def test_outsiders_cannot_push_a_maintainers_ask_out_of_recent_requests(
 def test_a_failed_edit_does_not_turn_one_tick_into_two_runs(fake_github, monkeypatch, cfg):
     from test_dashboard import tick
 
-    from watcher.store import Store
+    from watcher.store.db import Store
 
     gh = fake_github
     world(gh, monkeypatch, "test-token")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from watcher.comments import Comment
-from watcher.config import load_config
-from watcher.evaluate import evaluate
-from watcher.notify_plan import (
+from watcher.config.model import load_config
+from watcher.github.comments import Comment
+from watcher.judge.evaluate import evaluate
+from watcher.notify.plan import (
     MAX_BODY_CHARS,
     Bodies,
     cap_body,
@@ -29,7 +29,7 @@ from watcher.notify_plan import (
     unread_actions,
     worth_a_comment,
 )
-from watcher.render import digest
+from watcher.publish.page import digest
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from watcher.errors import GitHubError
+from watcher.core.errors import GitHubError
 from watcher.fakes.replay import ReplayGitHub
-from watcher.github import GitHubClient
-from watcher.pacing import Budget, points
+from watcher.github.client import GitHubClient
+from watcher.github.pacing import Budget, points
 
 
 class Clock:
@@ -124,8 +124,8 @@ def test_the_answer_cache_is_bounded_and_keeps_errors_that_cannot_change(fake_gi
 def test_serve_waits_as_long_as_github_asks(tmp_path):
     from apscheduler.schedulers.background import BackgroundScheduler  # noqa: F401
 
-    from watcher.config import parse_config
-    from watcher.schedule import Service
+    from watcher.config.model import parse_config
+    from watcher.loop.schedule import Service
 
     path = tmp_path / "watch.toml"
     text = f'[watcher]\ndata_dir = "{tmp_path}"\ninterval = "60s"\njitter = "0s"\n'
@@ -148,8 +148,8 @@ def test_serve_waits_as_long_as_github_asks(tmp_path):
 def test_compiled_templates_are_kept_in_the_data_folder_and_a_changed_one_is_recompiled(
     tmp_path,
 ):
-    from watcher import render
-    from watcher.config import parse_config
+    from watcher.config.model import parse_config
+    from watcher.publish import page as render
 
     (tmp_path / "templates").mkdir()
     tpl = tmp_path / "templates" / "probe.md.j2"
@@ -182,8 +182,8 @@ def test_compiled_templates_are_kept_in_the_data_folder_and_a_changed_one_is_rec
 
 
 def test_a_read_only_data_folder_renders_without_a_cache(tmp_path):
-    from watcher import render
-    from watcher.config import parse_config
+    from watcher.config.model import parse_config
+    from watcher.publish import page as render
 
     path = tmp_path / "watch.toml"
     (tmp_path / "data").write_text("not a folder")  # the cache folder cannot be made

@@ -12,11 +12,12 @@ import time
 
 import pytest
 
-from watcher import github, poll
-from watcher.config import Item
-from watcher.errors import GitHubError
+from watcher.config.model import Item
+from watcher.core.errors import GitHubError
 from watcher.fakes.github import FakeGitHub
-from watcher.github import GitHubClient, same_origin
+from watcher.github import client as github
+from watcher.github.client import GitHubClient, same_origin
+from watcher.poll import poller as poll
 
 REPO = "o/r"
 

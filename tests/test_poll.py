@@ -6,18 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import parse_config
-from watcher.cycle import run_cycle
+from watcher.config.model import parse_config
 from watcher.fakes.github import FakeGitHub
-from watcher.github import GitHubClient
-from watcher.poll import Poller
-from watcher.store import Store
+from watcher.github.client import GitHubClient
+from watcher.loop.cycle import run_cycle
+from watcher.poll.poller import Poller
+from watcher.store.db import Store
 
 REPO = "vllm-project/vllm"
 
 
 def item(kind, number=None, **extra):
-    from watcher.config import Item
+    from watcher.config.model import Item
 
     return Item(
         id=f"{kind}-{number or 'x'}",
@@ -163,7 +163,7 @@ def test_commit_filter_false_positives_from_design(gh):
         date="2026-03-05T00:00:00Z",
         files=["fla/layers/gated_deltanet.py"],
     )
-    from watcher.config import load_config
+    from watcher.config.model import load_config
 
     cfg = load_config(Path(__file__).resolve().parent.parent / "watch.toml")
     stream = cfg.item("fla-rollback")

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config import load_config
-from watcher.doctor import quantization_checks, recipe_quantization
+from watcher.config.model import load_config
+from watcher.onboard.doctor import quantization_checks, recipe_quantization
 
 RECIPE = """
 [[recipe]]
@@ -76,9 +76,9 @@ def test_default_recipes_pass_no_quantization():
 
 def test_a_json_argument_is_shown_and_run_verbatim(tmp_path):
     """`{` in an argument once crashed every render (str.format took the JSON for a field)."""
-    from watcher.evaluate import evaluate
-    from watcher.launch import build_argv
-    from watcher.render import display_command, page_context
+    from watcher.judge.evaluate import evaluate
+    from watcher.publish.page import display_command, page_context
+    from watcher.smoke.launch import build_argv
 
     path = _config(tmp_path, "")
     text = path.read_text() + (

@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.progress import Progress, clock
+from watcher.core.progress import Progress, clock
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -78,7 +78,7 @@ def test_the_readiness_wait_reports_while_it_waits():
     import subprocess
     import sys
 
-    from watcher.probes import wait_ready
+    from watcher.smoke.probes import wait_ready
 
     calls = []
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

@@ -15,9 +15,10 @@ import markdown
 import pytest
 from site_seed import REPO, make_config, seed, smoke_doc
 
-from watcher.cycle import run_cycle
-from watcher.render import display_command
-from watcher.store import Store, iso
+from watcher.core.clock import iso
+from watcher.loop.cycle import run_cycle
+from watcher.publish.page import display_command
+from watcher.store.db import Store
 
 
 def reader_text(page: str) -> str:
@@ -164,7 +165,7 @@ def test_a_trigger_without_its_gpu_reads_as_waiting(seeded):
 
 
 def test_a_failed_attempt_is_kept_apart_from_the_last_successful_read(tmp_path, fake_github):
-    from watcher.github import GitHubClient
+    from watcher.github.client import GitHubClient
 
     cfg = make_config(tmp_path)
     last = seed(cfg)
@@ -249,7 +250,7 @@ def test_explain_has_the_details_the_page_leaves_out(seeded):
 
 
 def test_the_page_links_to_the_site_and_the_tracking_issue_when_configured(tmp_path):
-    from watcher.config import load_config
+    from watcher.config.model import load_config
 
     cfg = make_config(tmp_path)
     text = cfg.path.read_text() + '\n[site]\nurl = "https://club-3090.github.io/watch/"\n'
@@ -270,7 +271,7 @@ def test_the_page_links_to_the_site_and_the_tracking_issue_when_configured(tmp_p
 def test_ready_to_test_with_a_blocker_still_open_says_so():
     """One recipe clear while another still waits (the demo's state): the headline must not claim
     that every upstream fix has landed."""
-    from watcher.prose import headline
+    from watcher.publish.prose import headline
 
     partly = headline(
         "ready-to-test",
@@ -314,7 +315,7 @@ def _drop_tables(text: str, kind: str, ids: set[str]) -> str:
 def test_the_page_is_not_much_longer_than_the_hand_kept_one_for_the_same_content(tmp_path):
     """The hand-kept page covered two blockers, one optional watch and one recipe: the same
     content through the default list stays within 1.3x its words."""
-    from watcher.config import load_config
+    from watcher.config.model import load_config
 
     text = (REPO / "watch.toml").read_text()
     extra = {"eagle3-layer-capture", "offloader-tied-weights"}  # not on the hand-kept page
@@ -383,7 +384,7 @@ def test_maintainer_warnings_are_one_plain_line_on_the_page(seeded):
 
 def test_day_one_says_first_check_once(tmp_path, fake_github):
     from watcher.fakes.scenarios import load, real_threads
-    from watcher.github import GitHubClient
+    from watcher.github.client import GitHubClient
 
     cfg = make_config(tmp_path)
     real_threads(fake_github)
@@ -401,8 +402,8 @@ def test_day_one_says_first_check_once(tmp_path, fake_github):
 
 
 def test_a_bad_token_before_the_first_read_is_one_not_checked_yet_state(tmp_path, fake_github):
-    from watcher.github import GitHubClient
-    from watcher.site import build_site
+    from watcher.github.client import GitHubClient
+    from watcher.publish.site import build_site
 
     cfg = make_config(tmp_path)
     fake_github.fail("GET", r".*", status=401, times=-1, body={"message": "Bad credentials"})
@@ -424,8 +425,8 @@ def test_a_bad_token_before_the_first_read_is_one_not_checked_yet_state(tmp_path
 
 
 def test_the_sticky_comment_carries_the_maintainer_warnings(seeded):
-    from watcher.evaluate import evaluate
-    from watcher.notify_plan import Bodies
+    from watcher.judge.evaluate import evaluate
+    from watcher.notify.plan import Bodies
 
     cfg, last = seeded
     store = Store(cfg.db_path)

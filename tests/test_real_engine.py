@@ -18,11 +18,11 @@ import pytest
 from realengine import vllm
 from smokekit import REPO, RTX3090, fake_nvidia_smi, free_port
 
-from watcher.config import load_config
-from watcher.evaluate import evaluate
-from watcher.hardware import Gpu, GpuReading
-from watcher.smoke import run_recipe
-from watcher.store import Store
+from watcher.config.model import load_config
+from watcher.judge.evaluate import evaluate
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.run import run_recipe
+from watcher.store.db import Store
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
 # Identical runs agree: every repeat (a 256-token generation) within this factor of their median.

@@ -10,16 +10,16 @@ from datetime import UTC, datetime
 import pytest
 from smokekit import REPO, free_port
 
-from watcher.compare import BELOW, CLEARS, INSUFFICIENT, compare
-from watcher.config import load_config
-from watcher.errors import ConfigError
-from watcher.evaluate import evaluate
-from watcher.explain import explain, format_text
-from watcher.hardware import Gpu, GpuReading
-from watcher.notify_plan import Bodies
-from watcher.render import page_sources, page_text, status_document
-from watcher.smoke import record_run, run_recipe
-from watcher.store import Store
+from watcher.config.model import load_config
+from watcher.core.errors import ConfigError
+from watcher.judge.compare import BELOW, CLEARS, INSUFFICIENT, compare
+from watcher.judge.evaluate import evaluate
+from watcher.judge.explain import explain, format_text
+from watcher.notify.plan import Bodies
+from watcher.publish.page import page_sources, page_text, status_document
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.run import record_run, run_recipe
+from watcher.store.db import Store
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from test_code_items import cycle, item_doc, write_config
 
-from watcher import relevance
-from watcher.config import Item, load_config, parse_config
-from watcher.errors import ConfigError
+from watcher.config.model import Item, load_config, parse_config
+from watcher.core.errors import ConfigError
 from watcher.fakes.github import FakeGitHub
-from watcher.poll import commit_matches, excluded
+from watcher.poll import relevance
+from watcher.poll.poller import commit_matches, excluded
 
 REPO = Path(__file__).resolve().parent.parent
 SGL = "sgl-project/sglang"

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from watcher.redact import redact
-from watcher.render import atomic_write, code_block, md_escape, safe_url, shell_join
-from watcher.site import write_site
-from watcher.store import Store
+from watcher.core.files import atomic_write
+from watcher.core.redact import redact
+from watcher.publish.page import code_block, md_escape, safe_url, shell_join
+from watcher.publish.site import write_site
+from watcher.store.db import Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -113,7 +114,7 @@ def test_wheel_ships_templates_and_default_config(tmp_path):
     work.mkdir()
     env = dict(os.environ, PYTHONPATH=str(target))
     code = (
-        "import watcher.render as r, watcher.config as c; "
+        "import watcher.publish.page as r, watcher.config.model as c; "
         "print(r.package_templates()); print(len(c.default_config_text())); "
         "from watcher.fakes.github import FakeGitHub; from watcher.fakes.scenarios import load; "
         "gh = FakeGitHub(); load(gh, 'real_threads'); gh.stop(); print(sorted(gh._repos))"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
-from watcher.errors import GitHubError
+from watcher.core.errors import GitHubError
 from watcher.fakes.history import default_history, parse_time
 from watcher.fakes.replay import ReplayGitHub
-from watcher.github import GitHubClient
+from watcher.github.client import GitHubClient
 
 SGL = "sgl-project/sglang"
 FLA = "fla-org/flash-linear-attention"

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import Item, load_config
-from watcher.errors import ConfigError
-from watcher.evaluate import evaluate
-from watcher.poll import commit_matches
-from watcher.render import status_document
-from watcher.states import item_satisfied
-from watcher.views import item_view, project_name
+from watcher.config.model import Item, load_config
+from watcher.core.errors import ConfigError
+from watcher.judge.evaluate import evaluate
+from watcher.judge.states import item_satisfied
+from watcher.judge.views import item_view, project_name
+from watcher.poll.poller import commit_matches
+from watcher.publish.page import status_document
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -342,7 +342,7 @@ def test_project_names():
 
 
 def test_code_spans_and_ticked_sentences_stay_inert():
-    from watcher.render import code_span, html_ticks, md_ticks
+    from watcher.publish.page import code_span, html_ticks, md_ticks
 
     assert code_span("a `b` c") == "``a `b` c``"
     assert code_span("`x`") == "`` `x` ``"
@@ -357,8 +357,8 @@ def test_code_spans_and_ticked_sentences_stay_inert():
 
 @pytest.mark.parametrize("opt_in", [False, True])
 def test_a_hint_starts_a_smoke_run_only_when_opted_in(tmp_path, opt_in):
-    from watcher.store import Store
-    from watcher.trigger import due_recipes
+    from watcher.smoke.trigger import due_recipes
+    from watcher.store.db import Store
 
     text = HINTED
     if opt_in:

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from test_scaffold import lint
 
-from watcher.config import load_config
-from watcher.errors import WatcherError
-from watcher.scaffold import smoke_workflow, watch_workflow
+from watcher.config.model import load_config
+from watcher.core.errors import WatcherError
+from watcher.onboard.scaffold import smoke_workflow, watch_workflow
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def test_an_install_that_could_leave_its_quotes_is_refused(tmp_path, install):
 
 
 def test_real_install_requirements_pass():
-    from watcher.scaffold import checked_install
+    from watcher.onboard.scaffold import checked_install
 
     for ok in (
         ".",

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from watcher import schedule
 from watcher.cli import cli
-from watcher.config import load_config
-from watcher.errors import LockBusy, WatcherError
+from watcher.config.model import load_config
+from watcher.core.errors import LockBusy, WatcherError
 from watcher.fakes.github import FakeGitHub
-from watcher.lock import cycle_lock, lock_path, read_holder
-from watcher.schedule import Service
+from watcher.loop import schedule
+from watcher.loop.lock import cycle_lock, lock_path, read_holder
+from watcher.loop.schedule import Service
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -383,7 +383,7 @@ def test_a_failing_cycle_does_not_stop_serve(tmp_path):
         if len(calls) == 1:
             raise RuntimeError("boom")
         service.stop.set()
-        from watcher.cycle import CycleReport
+        from watcher.loop.cycle import CycleReport
 
         return CycleReport(cycle_id=len(calls), mode="poll", items=2)
 

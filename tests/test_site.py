@@ -13,12 +13,13 @@ import pytest
 from click.testing import CliRunner
 from site_seed import HOSTILE, make_config, seed, smoke_doc
 
-from watcher import site as site_mod
 from watcher.cli import cli
-from watcher.cycle import run_cycle
-from watcher.errors import WatcherError
-from watcher.site import build_site, feed_base, markdown_to_html, render_site
-from watcher.store import Store, iso
+from watcher.core.clock import iso
+from watcher.core.errors import WatcherError
+from watcher.loop.cycle import run_cycle
+from watcher.publish import site as site_mod
+from watcher.publish.site import build_site, feed_base, markdown_to_html, render_site
+from watcher.store.db import Store
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -374,7 +375,7 @@ def test_a_malformed_smoke_run_document_does_not_break_the_site(tmp_path):
 
 
 def _with_site_table(cfg, table: str):
-    from watcher.config import load_config
+    from watcher.config.model import load_config
 
     cfg.path.write_text(cfg.path.read_text() + "\n" + table)
     return load_config(cfg.path)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from site_seed import REPO, make_config, seed
 
-from watcher.site import build_site
+from watcher.publish.site import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [

@@ -25,16 +25,17 @@ from smokekit import (
 )
 from test_classify import FAMILIES, MARLIN
 
-from watcher import smoke, smokelog
 from watcher.cli import cli
-from watcher.config import load_config
-from watcher.errors import ConfigError
-from watcher.hardware import Gpu, GpuReading
-from watcher.launch import build_argv, engine_env
-from watcher.probes import accept_from_metrics, parse_metrics
-from watcher.schedule import locked_cycle
-from watcher.smoke import run_recipe
-from watcher.store import Store
+from watcher.config.model import load_config
+from watcher.core.errors import ConfigError
+from watcher.loop.schedule import locked_cycle
+from watcher.smoke import log as smokelog
+from watcher.smoke import run as smoke
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.launch import build_argv, engine_env
+from watcher.smoke.probes import accept_from_metrics, parse_metrics
+from watcher.smoke.run import run_recipe
+from watcher.store.db import Store
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
 OFF_TARGET = GpuReading((), "none", "no GPU")

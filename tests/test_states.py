@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from watcher.config import Item
-from watcher.states import item_satisfied
+from watcher.config.model import Item
+from watcher.judge.states import item_satisfied
 
 PULL = Item(id="p", repo="o/r", kind="pull", number=1)
 PULL_IN_RELEASE = Item(id="pr", repo="o/r", kind="pull", number=2, require_release=True)

@@ -1,4 +1,4 @@
-"""An existing database keeps migrating after the schema moved to `watcher.schema`.
+"""An existing database keeps migrating after the schema moved to `watcher.store.schema`.
 
 tests/db/main-97a3466.sql is a database that watcher's code at main 97a3466 (before the split)
 wrote, a row in every table, dumped as SQL text. A migration is known by its function name: a
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import sqlite_utils
 
-from watcher.schema import migrations
-from watcher.store import Store
+from watcher.store.db import Store
+from watcher.store.schema import migrations
 
 OLD_DUMP = Path(__file__).parent / "db" / "main-97a3466.sql"
 MAIN_ORDER = [

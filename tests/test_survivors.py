@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from test_evaluate import rows, run
 
-from watcher.config import Hardware, Item, load_config
-from watcher.errors import GitHubError
-from watcher.evaluate import evaluate
+from watcher.config.model import Hardware, Item, load_config
+from watcher.core.errors import GitHubError
+from watcher.core.redact import redact
 from watcher.fakes.github import FakeGitHub
-from watcher.github import GitHubClient
-from watcher.hardware import Gpu, GpuReading, check_hardware
-from watcher.redact import redact
+from watcher.github.client import GitHubClient
+from watcher.judge.evaluate import evaluate
+from watcher.smoke.hardware import Gpu, GpuReading, check_hardware
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -59,7 +59,7 @@ def test_a_rule_all_blocker_without_items_is_not_fix_merged(cfg):
 
 
 def test_only_a_404_on_latest_release_falls_back_to_the_newest_tag():
-    from watcher.poll import resolve_ref
+    from watcher.poll.heads import resolve_ref
 
     with FakeGitHub() as gh:
         gh.add_commit("o/r", message="init", date="2026-01-01T00:00:00Z", contents={"a": "b"})
@@ -91,7 +91,7 @@ def test_the_gpu_count_counts_only_matching_gpus():
 
 @pytest.mark.parametrize("nccl_first", [True, False])
 def test_family_priority_holds_across_blocks(tmp_path, nccl_first):
-    from watcher.classify import BLOCK_BYTES, Classifier
+    from watcher.smoke.classify import BLOCK_BYTES, Classifier
 
     nccl = b"RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error\n"
     oom = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
@@ -121,7 +121,7 @@ def test_userinfo_in_a_url_is_dropped():
 
 
 def test_backtest_replays_past_the_items_max_pages():
-    from watcher.backtest import Backtest
+    from watcher.poll.backtest import Backtest
 
     with FakeGitHub() as gh:
         for i in range(250):
@@ -136,7 +136,7 @@ def test_backtest_replays_past_the_items_max_pages():
 
 
 def test_a_transaction_rolls_back_on_an_exception(tmp_path):
-    from watcher.store import Store
+    from watcher.store.db import Store
 
     store = Store(tmp_path / "w.db")
     try:
@@ -153,7 +153,7 @@ def test_a_transaction_rolls_back_on_an_exception(tmp_path):
 
 
 def test_a_comment_absent_from_the_listing_is_never_edited():
-    from watcher.comments import CommentError, GithubComments
+    from watcher.github.comments import CommentError, GithubComments
 
     with FakeGitHub() as gh:
         gh.add_issue("o/guide", 1, title="tracking")
@@ -189,7 +189,7 @@ def test_code_that_merely_ends_in_token_is_left_alone():
 
 def test_merged_at_alone_means_merged():
     """The pulls list (and some answers) carry `merged_at` but no `merged` boolean."""
-    from watcher.poll import pull_state
+    from watcher.poll.poller import pull_state
 
     assert pull_state({"state": "closed", "merged_at": "2026-06-12T12:00:00Z"}) == "merged"
     assert pull_state({"state": "closed", "merged": None, "merged_at": None}) == "closed"
@@ -216,7 +216,7 @@ def test_a_redirect_of_a_write_is_never_followed():
 
 
 def test_a_prerelease_is_not_the_release_a_fix_shipped_in():
-    from watcher.poll import Poller
+    from watcher.poll.poller import Poller
 
     with FakeGitHub() as gh:
         c1 = gh.add_commit("o/r", message="fix", date="2026-01-01T00:00:00Z", contents={"a": "1"})
@@ -230,7 +230,7 @@ def test_a_prerelease_is_not_the_release_a_fix_shipped_in():
 
 def test_a_comment_post_answered_200_is_not_counted_as_written():
     """Only a 201 is a created comment (a 200 is, say, a proxy's cached page)."""
-    from watcher.comments import CommentError, GithubComments
+    from watcher.github.comments import CommentError, GithubComments
 
     with FakeGitHub() as gh:
         gh.add_issue("o/guide", 1, title="tracking")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from watcher import textmatch
-from watcher.config import Item
-from watcher.poll import _find, commit_matches
+from watcher.config.model import Item
+from watcher.poll import textmatch
+from watcher.poll.poller import _find, commit_matches
 
 REPO = Path(__file__).resolve().parent.parent
 SLOW = r"GPTQ.*!=\s*0"
@@ -37,8 +37,8 @@ def _in_child(code: str) -> subprocess.CompletedProcess:
 def test_a_backtracking_pattern_over_a_1_mb_line_is_bounded(engine):
     gate = "" if engine == "hyperscan" else "textmatch._gate = lambda p: None\n"
     code = (
-        "from watcher import textmatch\n"
-        "from watcher.poll import _find\n"
+        "from watcher.poll import textmatch\n"
+        "from watcher.poll.poller import _find\n"
         + gate
         + "text = 'x = 1\\n' + 'GPTQ' * 250_000 + '\\nif GPTQ != 0: pass\\n'\n"
         f"hits = _find('o/r', 'a' * 40, 'f.py', text, {SLOW!r}, 'present')\n"
@@ -51,8 +51,8 @@ def test_a_backtracking_pattern_over_a_1_mb_line_is_bounded(engine):
 
 def test_a_long_commit_message_with_match_message_is_bounded():
     code = (
-        "from watcher.config import Item\n"
-        "from watcher.poll import commit_matches\n"
+        "from watcher.config.model import Item\n"
+        "from watcher.poll.poller import commit_matches\n"
         f"item = Item(id='c', repo='o/r', kind='commits', pattern={SLOW!r}, match='message')\n"
         "msg = 'subject\\n\\n' + 'GPTQ' * 250_000\n"
         "print(commit_matches(item, msg))\n"

@@ -1,7 +1,7 @@
 """The engine cannot read watcher's GITHUB_TOKEN (issue 21 item 4).
 
 The engine's environment is scrubbed, but an engine running as the same user can read
-/proc/<watcher's pid>/environ, the environment watcher started with. `watcher.token.hold()` (run
+/proc/<watcher's pid>/environ, the environment watcher started with. `watcher.core.token.hold()` (run
 by the entry point) moves the token into the process and overwrites it there. A fake engine that
 looks (`--peek-parent-env`) must find nothing, and watcher must still send the token to GitHub.
 """

@@ -17,16 +17,17 @@ from smokekit import (
     with_path,
 )
 
-from watcher import dispatch
 from watcher.cli import cli
-from watcher.config import load_config, parse_config, recipe_digest
-from watcher.cycle import run_cycle
-from watcher.dispatch import dispatch_and_wait
-from watcher.evaluate import evaluate
-from watcher.github import GitHubClient
-from watcher.smoke import record_run
-from watcher.store import Store, iso
-from watcher.trigger import due_recipes, run_triggers
+from watcher.config.model import load_config, parse_config, recipe_digest
+from watcher.core.clock import iso
+from watcher.github.client import GitHubClient
+from watcher.judge.evaluate import evaluate
+from watcher.loop.cycle import run_cycle
+from watcher.smoke import dispatch
+from watcher.smoke.dispatch import dispatch_and_wait
+from watcher.smoke.run import record_run
+from watcher.smoke.trigger import due_recipes, run_triggers
+from watcher.store.db import Store
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 import pytest
 from test_code_items import cycle, item_doc, write_config
 
-from watcher.config import load_config
-from watcher.evaluate import evaluate
+from watcher.config.model import load_config
 from watcher.fakes.github import FakeGitHub
-from watcher.store import Store
-from watcher.trigger import due_recipes
+from watcher.judge.evaluate import evaluate
+from watcher.smoke.trigger import due_recipes
+from watcher.store.db import Store
 
 VLLM = "vllm-project/vllm"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -18,8 +18,8 @@ from pathlib import Path
 import click
 
 from watcher import __version__
-from watcher.config import Config, default_config_text, load_config
-from watcher.errors import ConfigError, WatcherError
+from watcher.config.model import Config, default_config_text, load_config
+from watcher.core.errors import ConfigError, WatcherError
 
 log = logging.getLogger("watcher")
 CONFIG_HELP = "Path to watch.toml (paths inside it are relative to its folder)."
@@ -218,7 +218,7 @@ def init(
     if scan is not None:
         if github or smoke or install:
             raise click.UsageError("--scan-composes only prints; it goes without --github")
-        from watcher.scaffold import proposals_toml, scan_composes
+        from watcher.onboard.scaffold import proposals_toml, scan_composes
 
         proposals = scan_composes(scan, directory)
         click.echo(proposals_toml(proposals), nl=False)
@@ -227,7 +227,7 @@ def init(
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")
     if install:
-        from watcher.scaffold import install_problem
+        from watcher.onboard.scaffold import install_problem
 
         problem = install_problem(install)
         if problem:
@@ -241,7 +241,7 @@ def init(
     else:
         target.write_text(default_config_text(), encoding="utf-8")
         click.echo(str(target))
-    from watcher.render import package_templates
+    from watcher.publish.page import package_templates
 
     # Hand-written prose fragments, for the maintainer to edit; existing files are never touched.
     for page_dir in sorted((package_templates() / "fragments").iterdir()):
@@ -254,7 +254,7 @@ def init(
     if adopt:
         _adopt(target, adopt if adopt.is_absolute() or adopt.exists() else directory / adopt)
     if github:
-        from watcher.scaffold import write_github
+        from watcher.onboard.scaffold import write_github
 
         done = write_github(_config(str(target)), directory, smoke=smoke, install=install)
         for path in done.written:
@@ -280,7 +280,7 @@ def init(
 
 
 def _adopt(config: Path, page: Path) -> None:
-    from watcher.adopt import adopt_page
+    from watcher.onboard.adopt import adopt_page
 
     done = adopt_page(_config(str(config)), page)
     if done.diff:
@@ -317,14 +317,14 @@ def validate(config_path: str, online: bool) -> None:
 
     Example: watcher validate --config watch.toml --online
     """
-    from watcher.doctor import quantization_checks
+    from watcher.onboard.doctor import quantization_checks
 
     cfg = _config(config_path)
     click.echo(
         f"{cfg.path}: OK — {len(cfg.items)} items, {len(cfg.blockers)} blockers, "
         f"{len(cfg.recipes)} recipes, {len(cfg.pages)} pages"
     )
-    from watcher.textmatch import slow_pattern
+    from watcher.poll.textmatch import slow_pattern
 
     for item in cfg.items:
         for pattern in (item.pattern, *item.terms, *item.present, *item.absent):
@@ -335,8 +335,8 @@ def validate(config_path: str, online: bool) -> None:
         click.echo(f"warning: {check.name}: {check.detail}\n  fix: {check.fix}", err=True)
     if not online:
         return
-    from watcher.github import GitHubClient
-    from watcher.poll import check_paths
+    from watcher.github.client import GitHubClient
+    from watcher.poll.poller import check_paths
 
     with GitHubClient(
         cfg.settings.github_api_url,
@@ -377,8 +377,8 @@ def check_now(
 
     Example: GITHUB_TOKEN=... watcher check-now --config watch.toml
     """
-    from watcher.cycle import run_cycle
-    from watcher.schedule import locked_cycle
+    from watcher.loop.cycle import run_cycle
+    from watcher.loop.schedule import locked_cycle
 
     cfg = _config(config_path)
     try:
@@ -444,7 +444,7 @@ def check_now(
 
 def _first_read_not_found(cfg, report) -> None:
     """A 404 on an item never read before is a typo in watch.toml, not an outage: exit 2."""
-    from watcher.poll import not_found_problem
+    from watcher.poll.poller import not_found_problem
 
     never = {v["id"] for v in (report.status or {}).get("items", []) if not v.get("title")}
     bad = [
@@ -502,7 +502,7 @@ def serve(config_path: str, once: bool) -> None:
 
     Example: GITHUB_TOKEN=... watcher -v serve --config watch.toml
     """
-    from watcher.schedule import serve as run_service
+    from watcher.loop.schedule import serve as run_service
 
     cfg = _config(config_path)
     sys.exit(run_service(cfg, once=once))
@@ -521,11 +521,12 @@ def status(config_path: str, as_json: bool) -> None:
 
     Example: watcher status
     """
-    from watcher.evaluate import evaluate
-    from watcher.schedule import HEARTBEAT, freshness, freshness_lines, read_lines
-    from watcher.site import last_attempt, last_checked_at
-    from watcher.store import Store, utcnow
-    from watcher.views import item_view
+    from watcher.core.clock import utcnow
+    from watcher.judge.evaluate import evaluate
+    from watcher.judge.views import item_view
+    from watcher.loop.schedule import HEARTBEAT, freshness, freshness_lines, read_lines
+    from watcher.publish.site import last_attempt, last_checked_at
+    from watcher.store.db import Store
 
     cfg = _config(config_path)
     store = Store(cfg.db_path)
@@ -601,10 +602,11 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
 
     Example: watcher explain marlin-pad
     """
-    from watcher.evaluate import evaluate
-    from watcher.explain import explain as build
-    from watcher.explain import format_text
-    from watcher.store import Store, utcnow
+    from watcher.core.clock import utcnow
+    from watcher.judge.evaluate import evaluate
+    from watcher.judge.explain import explain as build
+    from watcher.judge.explain import format_text
+    from watcher.store.db import Store
 
     cfg = _config(config_path)
     store = Store(cfg.db_path)
@@ -631,7 +633,7 @@ def build_site_command(config_path: str) -> None:
 
     Example: watcher build-site --config watch.toml
     """
-    from watcher.site import build_site
+    from watcher.publish.site import build_site
 
     cfg = _config(config_path)
     report = build_site(cfg)
@@ -664,14 +666,15 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
 
     Example: GITHUB_TOKEN=... watcher comment --dry-run --show-body
     """
-    from watcher.evaluate import evaluate
-    from watcher.notify import run_notify
-    from watcher.store import Store, utcnow
+    from watcher.core.clock import utcnow
+    from watcher.judge.evaluate import evaluate
+    from watcher.notify.send import run_notify
+    from watcher.store.db import Store
 
     cfg = _config(config_path)
     from contextlib import nullcontext
 
-    from watcher.lock import cycle_lock
+    from watcher.loop.lock import cycle_lock
 
     # Writing comments shares the cycle's lock: a cycle and `comment` never post the same event.
     writes = cfg.notify.enabled and not dry_run
@@ -734,15 +737,15 @@ def smoke(
 
     Example: watcher smoke sglang-nospec-tp1 --config watch.toml --json
     """
-    from watcher.smoke import recipe_or_error, record_run, run_recipe
-    from watcher.store import Store
+    from watcher.smoke.run import recipe_or_error, record_run, run_recipe
+    from watcher.store.db import Store
 
     cfg = _config(config_path)
     recipe = recipe_or_error(cfg, recipe_id)
     if run_id is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$", run_id):
         raise click.UsageError(f"--run-id {run_id!r}: use letters, digits, '.', '_' or '-'")
     if build:
-        from watcher.bisect import recipe_for
+        from watcher.bisect.search import recipe_for
 
         recipe = recipe_for(recipe, build)
     doc = run_recipe(cfg, recipe, any_hardware=any_hardware, run_id=run_id)
@@ -803,10 +806,10 @@ def bisect(
 
     Example: watcher bisect sglang-nospec-tp1 --good v0.5.2 --bad v0.5.4
     """
-    from watcher import bisect as bs
-    from watcher.bisect_report import text
-    from watcher.smoke import recipe_or_error
-    from watcher.store import Store
+    from watcher.bisect import search as bs
+    from watcher.bisect.report import text
+    from watcher.smoke.run import recipe_or_error
+    from watcher.store.db import Store
 
     cfg = _config(config_path)
     if resume_id and (recipe_id or good or bad or find_fix):
@@ -868,7 +871,7 @@ def bisect(
     else:
         click.echo(terminal_safe(text(state)))
     if state["status"] not in bs.UNFINISHED:
-        from watcher.site import build_site
+        from watcher.publish.site import build_site
 
         try:  # the bisect's own page; the result is stored whatever happens here
             site = build_site(cfg)
@@ -925,11 +928,11 @@ def backtest(
 
     Example: watcher backtest --replay tests/history
     """
-    from watcher.backtest import format_report, run_backtest
+    from watcher.poll.backtest import format_report, run_backtest
 
     cfg = _config(config_path)
     if replay is not None:
-        from watcher.demo import replay_backtest
+        from watcher.onboard.demo import replay_backtest
 
         doc = replay_backtest(cfg, replay, item_ids, since, as_of, show_unmatched)
     elif not since:
@@ -955,7 +958,7 @@ def demo(directory: Path) -> None:
 
     Example: watcher demo /tmp/watcher-demo
     """
-    from watcher.demo import run_demo
+    from watcher.onboard.demo import run_demo
 
     where = run_demo(directory, say=lambda line: click.echo(line, err=True))
     click.echo(f"page:   {where['page']}")
@@ -983,8 +986,8 @@ def doctor(config_path: str, gpu: bool, as_json: bool) -> None:
 
     Example: GITHUB_TOKEN=... watcher doctor --gpu
     """
-    from watcher.doctor import as_json as checks_json
-    from watcher.doctor import run_doctor
+    from watcher.onboard.doctor import as_json as checks_json
+    from watcher.onboard.doctor import run_doctor
 
     checks = run_doctor(Path(config_path), gpu=gpu)
     failed = [c for c in checks if not c.ok]
@@ -1016,8 +1019,8 @@ def db_changed(old: str, new: str, every: str | None) -> None:
 
     Example: watcher db-changed --every 6h committed.db data/watcher.db
     """
-    from watcher.config import parse_duration
-    from watcher.dbchanged import decide
+    from watcher.config.model import parse_duration
+    from watcher.onboard.dbchanged import decide
 
     try:
         every_s = parse_duration(every) if every is not None else None
@@ -1034,7 +1037,7 @@ def db_changed(old: str, new: str, every: str | None) -> None:
 
 
 def main() -> None:
-    from watcher.token import hold
+    from watcher.core.token import hold
 
     hold()  # GITHUB_TOKEN leaves this process's environment (engines could read it there)
     cli(prog_name="watcher")

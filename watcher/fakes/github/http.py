@@ -36,7 +36,7 @@ class Recorded:
 
 
 # Sent with a 503 the fake can never answer otherwise (a replay lacks the object), so a client
-# can tell it from a passing outage and not ask again (watcher.github.NEVER_HEADER).
+# can tell it from a passing outage and not ask again (watcher.github.client.NEVER_HEADER).
 NEVER_HEADERS = {"X-Watcher-Never": "not in the recorded history"}
 
 
