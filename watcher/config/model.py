@@ -1142,7 +1142,7 @@ def default_config_text() -> str:
     packaged = resources.files("watcher") / "default_watch.toml"
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
-    return (Path(__file__).resolve().parent.parent / "watch.toml").read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "watch.toml").read_text(encoding="utf-8")
 
 
 def as_dict(obj) -> Any:
