@@ -24,6 +24,7 @@ from markupsafe import Markup, escape
 from watcher.config.model import Config, Page
 from watcher.core.files import atomic_write
 from watcher.core.redact import redact
+from watcher.core.text import clean_text, one_line, safe_url
 from watcher.judge.evaluate import Evaluation, latest_target_runs
 from watcher.judge.states import item_satisfied
 from watcher.judge.views import item_view
@@ -62,7 +63,6 @@ def blocker_mark(st: Any) -> str:
     return STALE_MARK if getattr(st, "stale", None) else BLOCKER_MARKS.get(st.status, "")
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 ZWJ = "\u200d"
 # what GitHub turns into a ping or a cross-reference; a ZWJ goes after each match
@@ -77,16 +77,6 @@ def package_templates() -> Path:
     return Path(__file__).resolve().parents[2] / "templates"
 
 
-def plain_text(text: Any, limit: int = 300) -> str:
-    """Upstream text made safe to show anywhere: tokens and URL credentials hidden, no control or
-    bidi characters, one line, bounded length (status.json as is; the start of `md`)."""
-    s = redact("" if text is None else str(text))
-    s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
-
-
 def inert(text: str) -> str:
     """No @mention, #123, owner/repo#45, GH-123 or bare link stays live: a zero-width joiner
     breaks each, so GitHub neither pings anyone nor cross-links another thread."""
@@ -96,24 +86,14 @@ def inert(text: str) -> str:
 def md_escape(text: Any, limit: int = 300) -> str:
     """Inline Markdown: no HTML, no links, no mentions or references, no emphasis, one line,
     bounded length. `<` is escaped, so nothing can open an HTML comment or fake our markers."""
-    s = plain_text(text, limit)
+    s = one_line(text, limit)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return inert(_MD_SPECIAL.sub(r"\\\1", s))
 
 
-def safe_url(url: Any) -> str:
-    """Only http(s) links survive; anything else (javascript:, data:) becomes '#'."""
-    s = str(url or "")
-    if not re.match(r"^https?://[^\s<>()\"']+$", s):
-        return "#"
-    return s
-
-
 def code_span(text: Any, limit: int = 300) -> str:
     """Inline code that untrusted text cannot close: a fence longer than any backtick run in it."""
-    s = _CONTROL.sub("", redact("" if text is None else str(text))).replace("\n", " ")
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
+    s = one_line(text, limit)
     fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
     pad = " " if s.startswith("`") or s.endswith("`") else ""
     return f"{fence}{pad}{s}{pad}{fence}"
@@ -142,7 +122,7 @@ def html_ticks(text: Any) -> Markup:
 def code_block(text: str | None) -> str:
     """A fenced block that untrusted text cannot close, nor use to open or fake an HTML comment
     marker (`<!--`, `-->`) that watcher's own marker search or digest would read."""
-    body = _CONTROL.sub("", redact(text or "")).rstrip("\n")
+    body = clean_text(text).rstrip("\n")
     body = body.replace("<!--", "<!" + ZWJ + "--").replace("-->", "--" + ZWJ + ">")
     fence = "```"
     while fence in body:
@@ -401,7 +381,7 @@ def status_document(
 
 
 def _plain(text: Any, limit: int) -> str | None:
-    return None if text is None else plain_text(text, limit)
+    return None if text is None else one_line(text, limit)
 
 
 def _plain_tree(value: Any, key: str = "") -> Any:
@@ -413,7 +393,7 @@ def _plain_tree(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         if key == "url" or key.endswith("_url"):
             return value if safe_url(value) != "#" else None
-        return plain_text(value, 500)
+        return one_line(value, 500)
     return value
 
 

@@ -43,7 +43,7 @@ from watcher.config.model import Config
 from watcher.core.clock import iso, parse_iso, utcnow
 from watcher.core.errors import WatcherError
 from watcher.core.files import umask
-from watcher.core.redact import redact
+from watcher.core.text import UNSAFE, clean_tree
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects
 from watcher.judge.views import item_view
 from watcher.publish.matrix import build_matrix, cell_summary
@@ -71,9 +71,6 @@ HISTORY_LIMIT = 30
 MATRIX_RUNS = 1000  # the newest runs the matrix page is made of (one per cell and host is shown)
 KEEP_FILES = ("CNAME", ".gitkeep")  # a maintainer's files in the site folder (and git-tracked ones)
 TAG_PREFIX = "tag:watcher,2026:"
-_CONTROL = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
-)
 _SAFE_HREF = re.compile(r"^(?:https?://|mailto:|#|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
 STATUS_TONES = {
     "validated": "good",
@@ -98,35 +95,14 @@ class SiteReport:
     duration_s: float = 0.0
 
 
-# ------------------------------------------------------------------ cleaning untrusted text
-
-
-def clean(value: Any, memo: dict[str, str] | None = None) -> Any:
-    """Redact secrets and drop control characters in every string of a structure.
-
-    `memo` remembers cleaned strings within one call: an item's history repeats the same few
-    titles and states hundreds of times.
-    """
-    if isinstance(value, str):
-        if memo is None:
-            return _CONTROL.sub("", redact(value).replace("\r\n", "\n").replace("\r", "\n"))
-        if value not in memo:
-            memo[value] = clean(value)
-        return memo[value]
-    if memo is None:
-        memo = {}
-    if isinstance(value, dict):
-        return {k: clean(v, memo) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean(v, memo) for v in value]
-    return value
+# ------------------------------------------------------------------ links
 
 
 def safe_href(url: Any) -> str:
     """http(s), mailto, fragments and scheme-less relative links survive; the rest becomes '#'."""
     s = str(url or "").strip()
     seen = html.unescape(s)  # what a browser reads: `java&#115;cript:` is javascript:
-    if not s or _CONTROL.search(seen) or re.search(r"\s", seen) or not _SAFE_HREF.match(seen):
+    if not s or UNSAFE.search(seen) or re.search(r"\s", seen) or not _SAFE_HREF.match(seen):
         return "#"
     return s
 
@@ -216,7 +192,7 @@ def markdown_to_html(text: str, rename: dict[str, str] | None = None) -> Markup:
     md = markdown.Markdown(
         extensions=["tables", "fenced_code", _NoRawHTML(rename or {})], output_format="html"
     )
-    return Markup(md.convert(clean(text)))
+    return Markup(md.convert(clean_tree(text)))
 
 
 # ------------------------------------------------------------------ view models
@@ -322,7 +298,7 @@ def history_rows(spans: list[dict[str, Any]]) -> list[SimpleNamespace]:
     memo: dict[str, str] = {}
     trusted = ("from", "to", "count")
     return [
-        SimpleNamespace(**{k: v if k in trusted else clean(v, memo) for k, v in s.items()})
+        SimpleNamespace(**{k: v if k in trusted else clean_tree(v, memo) for k, v in s.items()})
         for s in spans
     ]
 
@@ -596,7 +572,7 @@ def site_context(
         dict(t, title=recipe_titles.get(t["recipe"], t["recipe"]))
         for t in store.triggers().values()
     ]
-    return clean(
+    return clean_tree(
         {
             "generated_at": generated_at,
             "site": {
@@ -685,7 +661,7 @@ def render_site(
     for item in ctx["items"]:
         history = history_rows(store.state_spans(item["id"], HISTORY_LIMIT))
         older = older_spans(store, item["id"], len(history)) if len(history) >= HISTORY_LIMIT else 0
-        details = clean((all_items.get(item["id"]) or {}).get("details") or {})
+        details = clean_tree((all_items.get(item["id"]) or {}).get("details") or {})
         commits = [
             dict(c, url=safe_href(c.get("url")))
             for c in (details.get("commits") or [])
@@ -704,7 +680,7 @@ def render_site(
     files["feed.xml"] = env.get_template("site/feed.xml.j2").render(**ctx)
     from watcher.bisect.report import site_files
 
-    files.update(site_files(store, env, ctx, clean))  # a page per bisect run
+    files.update(site_files(store, env, ctx))  # a page per bisect run
     for page in ctx["pages"]:
         files[page["badge"]] = env.get_template("site/badge.svg.j2").render(
             badge=badge(page["title"], page["status"])
@@ -712,7 +688,7 @@ def render_site(
     files["status.json"] = (
         json.dumps(status_doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     )
-    mx = clean(build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now))
+    mx = clean_tree(build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now))
     files["matrix.html"] = env.get_template("site/matrix.html.j2").render(
         **ctx, root="", mx=mx, summary=cell_summary
     )
