@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup, escape
 
 from watcher.config.model import Config, Page
+from watcher.core.clock import parse_iso
 from watcher.core.files import atomic_write
 from watcher.core.redact import redact
 from watcher.core.text import clean_text, one_line, safe_url
 from watcher.judge.evaluate import Evaluation, latest_target_runs
+from watcher.judge.fresh import freshness
 from watcher.judge.states import item_satisfied
 from watcher.judge.views import item_view
 from watcher.publish import prose
@@ -340,7 +341,7 @@ def status_document(
             # Heartbeat contract for readers of a static copy (the site): when now is past
             # stale_at, checks have stopped (nothing was read for stale_after x interval).
             "stale_after_s": cfg.settings.stale_after * cfg.settings.interval,
-            "stale_at": _plus_seconds(last_read, cfg.settings.stale_after * cfg.settings.interval),
+            "stale_at": freshness(cfg, last_read, parse_iso(generated_at)).stale_at,
             "pending_smoke": [
                 {
                     k: t.get(k)
@@ -403,13 +404,6 @@ def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
     for key in ("reason", "engine_version", "signature"):
         run[key] = _plain(run.get(key), 500 if key == "reason" else 120)
     return run
-
-
-def _plus_seconds(stamp: str | None, seconds: float) -> str | None:
-    if not stamp:
-        return None
-    at = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(seconds=seconds)
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ------------------------------------------------------------------ pages

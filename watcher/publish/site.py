@@ -45,6 +45,7 @@ from watcher.core.errors import WatcherError
 from watcher.core.files import umask
 from watcher.core.text import UNSAFE, clean_tree
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects
+from watcher.judge.fresh import freshness as judged_freshness
 from watcher.judge.views import item_view
 from watcher.publish.matrix import build_matrix, cell_summary
 from watcher.publish.page import (
@@ -222,23 +223,18 @@ def duration_text(seconds: float) -> str:
 
 
 def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[str, Any]:
-    limit = cfg.settings.stale_after * cfg.settings.interval
-    out = {
+    """judge.fresh's rule in the site's words; never read is "not checked yet", not stopped."""
+    f = judged_freshness(cfg, last_checked, parse_iso(generated_at))
+    return {
         "last_checked": last_checked,
-        "limit_s": int(limit),
+        "limit_s": int(f.stale_after_s),
         "limit_text": f"{cfg.settings.stale_after:g} × the {duration_text(cfg.settings.interval)} "
         "interval",
-        "age_text": "never",
-        # never read is "not checked yet" (with its why), not "checks have stopped"
-        "stale": False,
+        "age_text": "never" if f.age_s is None else age_text(f.age_s),
+        "stale": f.stale,
         "not_checked_yet": None,
         "every_text": duration_text(cfg.settings.interval),
     }
-    checked, generated = _when(last_checked), _when(generated_at)
-    if checked and generated:
-        age = max(0.0, (generated - checked).total_seconds())
-        out.update(age_text=age_text(age), stale=age > limit)
-    return out
 
 
 def last_checked_at(store: Store, items: dict[str, dict]) -> str | None:
