@@ -523,7 +523,7 @@ def status(config_path: str, as_json: bool) -> None:
     from watcher.judge.evaluate import evaluate
     from watcher.judge.views import item_view
     from watcher.loop.schedule import HEARTBEAT, freshness, freshness_lines, read_lines
-    from watcher.publish.site import last_attempt, last_checked_at
+    from watcher.publish.context import last_attempt, last_checked_at
     from watcher.store.db import Store
 
     cfg = _config(config_path)
