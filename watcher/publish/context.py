@@ -153,6 +153,26 @@ def last_attempt(store: Store) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ a page
+def shown_status(status: str, never_read: bool) -> str:
+    """The status a reader sees: before the first successful read the evaluation only knows
+    nothing is fixed yet, which is not the same as blocked, so `blocked` shows as `unknown`."""
+    return "unknown" if never_read and status == "blocked" else status
+
+
+def page_headline(st: Any, shown: str) -> str:
+    """One line under a page's status: parked by the speed floor has its own words."""
+    if (st.parked or {}).get("by") == "floor":
+        return FLOOR_HEADLINE
+    return PAGE_HEADLINES.get(shown, "not checked yet")
+
+
+def blocker_words(st: Any, never_read: bool) -> str | None:
+    """A blocker's status in reader words: nothing known yet is 'not checked yet', never ❌."""
+    if never_read:
+        return "not checked yet"
+    return prose.STALE_WORDS if st.stale else prose.BLOCKER_WORDS.get(st.status)
+
+
 def page_context(
     cfg: Config,
     page: Page,
@@ -169,41 +189,8 @@ def page_context(
 ) -> dict[str, Any]:
     """Everything a page template shows. `last_checked` is the last successful read; `attempt`
     ({at, failed}) the last time GitHub was asked. Reader sentences come from `watcher.publish.prose`."""
-    status = ev.pages[page.id]
-    target_runs = latest_target_runs(runs)
     gpu = _page_gpu(cfg, page)
-    blockers = []
-    for b_id in page.blockers:
-        b = cfg.blocker(b_id)
-        st = ev.blockers[b_id]
-        blockers.append(
-            {
-                "id": b.id,
-                "title": b.title,
-                "description": b.description,
-                "rule": b.rule,
-                "status": st.status,
-                "reason": st.reason,
-                "mark": blocker_mark(st),
-                "stale": st.stale,
-                "override": st.override,
-                "items": [item_view(cfg, i, items.get(i)) for i in b.items],
-                "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
-                "hints": [
-                    dict(h, view=item_view(cfg, h["item"], items.get(h["item"]))) for h in st.hints
-                ],
-                "signatures": list(b.signatures),
-            }
-        )
-        view = blockers[-1]
-        for v in view["items"]:
-            v["satisfied"] = item_satisfied(cfg.item(v["id"]), items.get(v["id"]))
-        run = next(
-            (target_runs[r.id] for r in cfg.recipes if b.id in r.blockers and r.id in target_runs),
-            None,
-        )
-        view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
-        view["words"] = prose.STALE_WORDS if st.stale else prose.BLOCKER_WORDS.get(st.status)
+    blockers = _page_blockers(cfg, page, items, ev, runs, gpu)
     # nothing read from GitHub and nothing tested: one "not checked yet" state
     never_read = (
         last_checked is None and not runs and not any(v.get("title") for v in _all_views(blockers))
@@ -211,95 +198,46 @@ def page_context(
     if never_read:  # nothing is known yet: no blocker is blocked, and none is marked ❌
         for view in blockers:
             view.update(mark=NOT_CHECKED_MARK, words="not checked yet", sentence="not checked yet")
-    # a failure a reproducing blocker already describes is named by that blocker's number
-    said = {
-        sig: f"blocker {n}"
-        for n, view in enumerate(blockers, 1)
-        if view["status"] == "reproduces"
-        for sig in view["signatures"]
-    }
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
-    recipes = []
-    for r_id in page.recipes:
-        r = cfg.recipe(r_id)
-        r_runs = [x for x in runs if x.get("recipe") == r_id]
-        target = [
-            x
-            for x in r_runs
-            if (x.get("hardware") or {}).get("matches_target") and x.get("outcome") != "skipped"
-        ]
-        recipes.append(
-            {
-                "id": r.id,
-                "title": r.title or r.id,
-                "engine": r.engine,
-                "command": [
-                    fill_placeholders(
-                        a,
-                        {
-                            "port": r.host_port or r.port,
-                            "model": r.model or "{model}",
-                            "name": f"watcher-{r.id}",
-                        },
-                    )
-                    for a in r.command
-                ],
-                "model": r.model,
-                "spec_decode": r.spec_decode,
-                "hardware": r.hardware,
-                "notes": r.notes,
-                "blockers": [
-                    {
-                        "id": b,
-                        "status": ev.blockers[b].status,
-                        "mark": blocker_mark(ev.blockers[b]),
-                    }
-                    for b in r.blockers
-                ],
-                "latest": r_runs[0] if r_runs else None,
-                "latest_target": target[0] if target else None,
-                "display": display_command(r),
-                "gpu": prose.gpu_phrase(r.hardware),
-                "blocker_titles": [
-                    {
-                        "title": cfg.blocker(b).title,
-                        "words": "not checked yet"
-                        if never_read
-                        else (
-                            prose.STALE_WORDS
-                            if ev.blockers[b].stale
-                            else prose.BLOCKER_WORDS.get(ev.blockers[b].status)
-                        ),
-                        "mark": NOT_CHECKED_MARK if never_read else blocker_mark(ev.blockers[b]),
-                        "number": page.blockers.index(b) + 1 if b in page.blockers else None,
-                    }
-                    for b in r.blockers
-                ],
-            }
-        )
-        shown = recipes[-1]
-        tested = next((x for x in r_runs if x.get("outcome") != "skipped"), None)
-        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"], said=said)
-        shown["waiting"] = prose.waiting_sentence(
-            (triggers or {}).get(r.id), shown["gpu"], cfg.smoke.backend
-        )
-    stale = [
-        i
-        for i in (*[v for b in blockers for v in (*b["items"], *b["watch"])], *others)
-        if i["stale"]
+    said = _said_by_blockers(blockers)
+    recipes = [
+        _recipe_view(cfg, page, r_id, ev, runs, never_read, (triggers or {}).get(r_id), said)
+        for r_id in page.recipes
     ]
+    return {
+        **_page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checked, attempt),
+        "page": page,
+        "attempt": attempt,
+        "change_lines": prose.reader_changes(cfg, changes),
+        "not_checked": prose.unread_reason(items, attempt) if never_read else None,
+        "attention": prose.attention_line(
+            [*_all_views(blockers), *others], last_checked, never_read
+        ),
+        "blockers": blockers,
+        "other_items": others,
+        "recipes": recipes,
+        "changes": changes,
+        "stale_items": [i for i in (*_all_views(blockers), *others) if i["stale"]],
+        "offline_note": offline_note,
+        "marks": BLOCKER_MARKS,
+        "matrix": build_matrix(cfg, runs, recipes=page.recipes),
+        "matrix_summary": cell_summary,
+        "matrix_link": f"{cfg.site.url.rstrip('/')}/matrix.html" if cfg.site.url else None,
+    }
+
+
+def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checked, attempt):
+    """The page's own status, headline, freshness words and links (the top of a page)."""
+    status = ev.pages[page.id]
     since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
     now = prose.now_of(last_checked, (attempt or {}).get("at"))
     open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
-    reader_status = "unknown" if never_read and status.status == "blocked" else status.status
+    reader_status = shown_status(status.status, never_read)
     return {
-        "page": page,
         "status": status.status,
         "reason": status.reason,
-        "headline": FLOOR_HEADLINE
-        if (status.parked or {}).get("by") == "floor"
-        else PAGE_HEADLINES[status.status],
+        "headline": page_headline(status, status.status),
         "reader_status": reader_status,
         "reader_headline": prose.headline(
             reader_status,
@@ -313,7 +251,6 @@ def page_context(
         "status_since": since,
         "open_blockers": open_blockers,
         "gpu": gpu,
-        "attempt": attempt,
         "last_read": prose.reader_when(last_checked) if last_checked else None,
         "check_every": every_text(cfg.settings.interval),
         "attempt_failed_at": prose.reader_when(attempt["at"])
@@ -321,26 +258,109 @@ def page_context(
         else None,
         "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
         "issue_link": cfg.site.issue_link(cfg.notify),
-        "change_lines": prose.reader_changes(cfg, changes),
-        "not_checked": prose.unread_reason(items, attempt) if never_read else None,
-        "attention": prose.attention_line(
-            [*_all_views(blockers), *others], last_checked, never_read
-        ),
         "parked": status.parked,
         "comparison": status.comparison,
         "validated_run": status.validated_run,
-        "blockers": blockers,
-        "other_items": others,
-        "recipes": recipes,
-        "changes": changes,
         "last_checked": last_checked,
-        "stale_items": stale,
-        "offline_note": offline_note,
-        "marks": BLOCKER_MARKS,
-        "matrix": build_matrix(cfg, runs, recipes=page.recipes),
-        "matrix_summary": cell_summary,
-        "matrix_link": f"{cfg.site.url.rstrip('/')}/matrix.html" if cfg.site.url else None,
     }
+
+
+def _page_blockers(cfg, page, items, ev, runs, gpu) -> list[dict[str, Any]]:
+    """A page's blockers in its order, each with its items, hints and reader sentence."""
+    target_runs = latest_target_runs(runs)
+    return [_blocker_view(cfg, b_id, items, ev, target_runs, gpu) for b_id in page.blockers]
+
+
+def _blocker_view(cfg, b_id, items, ev, target_runs, gpu) -> dict[str, Any]:
+    """One blocker as a page shows it; its sentence names the newest target run of its recipes."""
+    b = cfg.blocker(b_id)
+    st = ev.blockers[b_id]
+    view = {
+        "id": b.id,
+        "title": b.title,
+        "description": b.description,
+        "rule": b.rule,
+        "status": st.status,
+        "reason": st.reason,
+        "mark": blocker_mark(st),
+        "stale": st.stale,
+        "override": st.override,
+        "items": [item_view(cfg, i, items.get(i)) for i in b.items],
+        "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
+        "hints": [dict(h, view=item_view(cfg, h["item"], items.get(h["item"]))) for h in st.hints],
+        "signatures": list(b.signatures),
+    }
+    for v in view["items"]:
+        v["satisfied"] = item_satisfied(cfg.item(v["id"]), items.get(v["id"]))
+    run = next(
+        (target_runs[r.id] for r in cfg.recipes if b.id in r.blockers and r.id in target_runs),
+        None,
+    )
+    view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
+    view["words"] = blocker_words(st, False)
+    return view
+
+
+def _said_by_blockers(blockers: list[dict[str, Any]]) -> dict[str, str]:
+    """A failure a reproducing blocker already describes is named by that blocker's number."""
+    return {
+        sig: f"blocker {n}"
+        for n, view in enumerate(blockers, 1)
+        if view["status"] == "reproduces"
+        for sig in view["signatures"]
+    }
+
+
+def _recipe_view(cfg, page, r_id, ev, runs, never_read, trigger, said) -> dict[str, Any]:
+    """One recipe as a page shows it: its command, its blockers, its newest runs in words."""
+    r = cfg.recipe(r_id)
+    r_runs = [x for x in runs if x.get("recipe") == r_id]
+    target = [
+        x
+        for x in r_runs
+        if (x.get("hardware") or {}).get("matches_target") and x.get("outcome") != "skipped"
+    ]
+    gpu = prose.gpu_phrase(r.hardware)
+    tested = next((x for x in r_runs if x.get("outcome") != "skipped"), None)
+    return {
+        "id": r.id,
+        "title": r.title or r.id,
+        "engine": r.engine,
+        "command": _filled_command(r),
+        "model": r.model,
+        "spec_decode": r.spec_decode,
+        "hardware": r.hardware,
+        "notes": r.notes,
+        "blockers": [
+            {"id": b, "status": ev.blockers[b].status, "mark": blocker_mark(ev.blockers[b])}
+            for b in r.blockers
+        ],
+        "latest": r_runs[0] if r_runs else None,
+        "latest_target": target[0] if target else None,
+        "display": display_command(r),
+        "gpu": gpu,
+        "blocker_titles": [
+            {
+                "title": cfg.blocker(b).title,
+                "words": blocker_words(ev.blockers[b], never_read),
+                "mark": NOT_CHECKED_MARK if never_read else blocker_mark(ev.blockers[b]),
+                "number": page.blockers.index(b) + 1 if b in page.blockers else None,
+            }
+            for b in r.blockers
+        ],
+        "tested": prose.run_sentence(cfg, tested, gpu, said=said),
+        "waiting": prose.waiting_sentence(trigger, gpu, cfg.smoke.backend),
+    }
+
+
+def _filled_command(r) -> list[str]:
+    """The recipe's argv with its placeholders filled, as the smoke run would launch it."""
+    values = {
+        "port": r.host_port or r.port,
+        "model": r.model or "{model}",
+        "name": f"watcher-{r.id}",
+    }
+    return [fill_placeholders(a, values) for a in r.command]
 
 
 def _page_gpu(cfg: Config, page: Page) -> str:
@@ -611,18 +631,14 @@ def site_context(
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]
-        # Before the first successful read the evaluation only knows nothing is fixed yet:
-        # that is not the same as blocked, so readers see `unknown`.
-        shown = "unknown" if never_read and st.status == "blocked" else st.status
+        shown = shown_status(st.status, never_read)
         pages.append(
             {
                 "id": p.id,
                 "title": p.title,
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
-                "headline": FLOOR_HEADLINE
-                if (st.parked or {}).get("by") == "floor"
-                else PAGE_HEADLINES.get(shown, "not checked yet"),
+                "headline": page_headline(st, shown),
                 "reason": st.reason if not never_read else not_checked,
                 "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,
