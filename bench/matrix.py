@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from watcher.config.model import load_config  # noqa: E402
 from watcher.core.clock import iso
 from watcher.judge.evaluate import evaluate  # noqa: E402
+from watcher.publish.context import page_sources  # noqa: E402
 from watcher.publish.matrix import build_matrix  # noqa: E402
-from watcher.publish.page import page_sources, page_text  # noqa: E402
+from watcher.publish.page import page_text  # noqa: E402
 from watcher.store.db import Store  # noqa: E402
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

@@ -12,8 +12,9 @@ import pytest
 
 from watcher.config.model import load_config
 from watcher.core.clock import iso
+from watcher.publish.context import page_sources
 from watcher.publish.matrix import build_matrix, cell_summary, run_rig
-from watcher.publish.page import page_sources, page_text
+from watcher.publish.page import page_text
 from watcher.publish.site import render_site
 from watcher.store.db import Store
 

@@ -77,7 +77,7 @@ def test_default_recipes_pass_no_quantization():
 def test_a_json_argument_is_shown_and_run_verbatim(tmp_path):
     """`{` in an argument once crashed every render (str.format took the JSON for a field)."""
     from watcher.judge.evaluate import evaluate
-    from watcher.publish.page import display_command, page_context
+    from watcher.publish.context import display_command, page_context
     from watcher.smoke.launch import build_argv
 
     path = _config(tmp_path, "")

@@ -17,7 +17,7 @@ from site_seed import REPO, make_config, seed, smoke_doc
 
 from watcher.core.clock import iso
 from watcher.loop.cycle import run_cycle
-from watcher.publish.page import display_command
+from watcher.publish.context import display_command
 from watcher.store.db import Store
 
 

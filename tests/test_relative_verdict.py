@@ -16,7 +16,9 @@ from watcher.judge.compare import BELOW, CLEARS, INSUFFICIENT, compare
 from watcher.judge.evaluate import evaluate
 from watcher.judge.explain import explain, format_text
 from watcher.notify.plan import Bodies
-from watcher.publish.page import page_sources, page_text, status_document
+from watcher.publish.context import page_sources
+from watcher.publish.page import page_text
+from watcher.publish.status import status_document
 from watcher.smoke.hardware import Gpu, GpuReading
 from watcher.smoke.run import record_run, run_recipe
 from watcher.store.db import Store

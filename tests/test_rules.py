@@ -17,7 +17,7 @@ from watcher.judge.evaluate import evaluate
 from watcher.judge.states import item_satisfied
 from watcher.judge.views import item_view, project_name
 from watcher.poll.poller import commit_matches
-from watcher.publish.page import status_document
+from watcher.publish.status import status_document
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -18,7 +18,8 @@ from watcher.core.clock import iso
 from watcher.core.errors import WatcherError
 from watcher.loop.cycle import run_cycle
 from watcher.publish import site as site_mod
-from watcher.publish.site import build_site, feed_base, markdown_to_html, render_site
+from watcher.publish.context import feed_base
+from watcher.publish.site import build_site, markdown_to_html, render_site
 from watcher.store.db import Store
 
 ATOM = "{http://www.w3.org/2005/Atom}"

@@ -20,6 +20,7 @@ import click
 from watcher import __version__
 from watcher.config.model import Config, default_config_text, load_config
 from watcher.core.errors import ConfigError, WatcherError
+from watcher.core.text import drop_unsafe
 
 log = logging.getLogger("watcher")
 CONFIG_HELP = "Path to watch.toml (paths inside it are relative to its folder)."
@@ -74,17 +75,14 @@ def _database_error(e: sqlite3.Error, cfg: Config | None) -> str:
     return f"{db}: {text} ({hint})"
 
 
-# Escape sequences (CSI, OSC such as hyperlinks and title changes, two-byte ESC), C0/C1 controls
-# but tab and newline, and bidi overrides: upstream titles must not drive the reader's terminal.
-_TERMINAL_UNSAFE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
+# Escape sequences (CSI, OSC such as hyperlinks and title changes, two-byte ESC): the terminal's
+# own step on top of core.text's rule, so upstream titles cannot drive the reader's terminal.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 
 
 def terminal_safe(text: str) -> str:
-    """Text as it may be printed to a terminal: no escape sequences, no control characters."""
-    return _TERMINAL_UNSAFE.sub("", text)
+    """Text as it may be printed to a terminal: no escape sequences, no unsafe characters."""
+    return drop_unsafe(_ESCAPES.sub("", text))
 
 
 def _more_verbose(ctx: click.Context, _param, value: int) -> None:
@@ -525,7 +523,7 @@ def status(config_path: str, as_json: bool) -> None:
     from watcher.judge.evaluate import evaluate
     from watcher.judge.views import item_view
     from watcher.loop.schedule import HEARTBEAT, freshness, freshness_lines, read_lines
-    from watcher.publish.site import last_attempt, last_checked_at
+    from watcher.publish.context import last_attempt, last_checked_at
     from watcher.store.db import Store
 
     cfg = _config(config_path)

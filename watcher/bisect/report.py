@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from watcher.config.model import Config
+from watcher.core.text import clean_tree
 from watcher.store.db import Store
 
 AUTOMATED = (
@@ -169,16 +170,17 @@ def text(state: dict[str, Any]) -> str:
 SITE_LIMIT = 50  # newest bisects with a page on the site
 
 
-def site_files(store: Store, env, ctx: dict[str, Any], clean) -> dict[str, str]:
-    """bisect/index.html and bisect/<id>.html, one page per stored bisect (newest first)."""
+def site_files(store: Store, env, ctx: dict[str, Any]) -> dict[str, str]:
+    """bisect/index.html and bisect/<id>.html, one page per stored bisect (newest first), its
+    text cleaned by core.text's rule."""
     states = store.bisects(limit=SITE_LIMIT)
     files = {}
     for b in states:
-        b = clean(b)
+        b = clean_tree(b)
         files[f"bisect/{b['id']}.html"] = env.get_template("site/bisect.html.j2").render(
             **ctx, root="../", b=b, r=b.get("report") or {}
         )
-    listed = [dict(clean(b), summary=clean(summary(b))) for b in states]
+    listed = [dict(clean_tree(b), summary=clean_tree(summary(b))) for b in states]
     if listed:
         files["bisect/index.html"] = env.get_template("site/bisects.html.j2").render(
             **ctx, root="../", bisects=listed

@@ -12,32 +12,26 @@ import re
 from typing import Any
 
 from watcher.core.errors import GitHubError
+from watcher.core.text import storable
 
 MAX_DEPTH = 32  # GitHub's answers nest about 6 deep
-# C0 controls except tab and newline, DEL, C1 controls, and lone surrogates (a valid pair was
-# already joined into one code point by the JSON decoder, so any surrogate left is alone).
-_BAD_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class BadAnswer(GitHubError):
     """GitHub (or something posing as it) answered in a shape watcher cannot trust."""
 
 
-def clean_text(text: str) -> str:
-    """Valid UTF-8 to store: control characters and lone surrogates become U+FFFD."""
-    return _BAD_CHARS.sub("\ufffd", text)
-
-
 def clean(data: Any, url: str | None = None) -> Any:
-    """A copy of decoded JSON with every string cleaned; deeper than MAX_DEPTH is refused."""
+    """A copy of decoded JSON with every string storable (core.text's rule: a lone surrogate the
+    JSON decoder left, or a control character, becomes U+FFFD); deeper than MAX_DEPTH is refused."""
 
     def walk(value: Any, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise BadAnswer(f"answer nested deeper than {MAX_DEPTH} levels", url=url)
         if isinstance(value, str):
-            return clean_text(value)
+            return storable(value)
         if isinstance(value, dict):
-            return {clean_text(str(k)): walk(v, depth + 1) for k, v in value.items()}
+            return {storable(str(k)): walk(v, depth + 1) for k, v in value.items()}
         if isinstance(value, list):
             return [walk(v, depth + 1) for v in value]
         return value

@@ -28,8 +28,10 @@ from watcher.judge.states import evidence_key
 from watcher.notify.plan import with_snoozes
 from watcher.notify.send import notify_status, run_notify
 from watcher.poll.poller import Observation, Poller
-from watcher.publish.page import digest, foreign_page, page_sources, page_text, status_document
-from watcher.publish.site import build_site, last_checked_at
+from watcher.publish.context import last_checked_at, page_sources
+from watcher.publish.page import digest, foreign_page, page_text
+from watcher.publish.site import build_site
+from watcher.publish.status import status_document
 from watcher.store.db import Store
 
 if TYPE_CHECKING:  # httpx loads only when a cycle polls (not for `--offline` or `status`)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from watcher.config.model import Config
 from watcher.core.clock import iso, parse_iso, utcnow
 from watcher.core.errors import LockBusy, WatcherError
+from watcher.judge import fresh
 from watcher.loop.lock import cycle_lock
 from watcher.store.db import Store
 
@@ -302,22 +303,19 @@ def freshness(
     heartbeat: dict[str, Any] | None,
     now: datetime,
 ) -> dict[str, Any]:
-    """When did checks last finish, and have they stopped? (`watcher status`, the site.)
+    """When did checks last finish, and have they stopped? (`watcher status`.)
 
-    Stale means no polling cycle finished for more than `stale_after` x `interval`.
+    judge.fresh's rule on the last polling cycle's end; before the first one, checks count as
+    stopped here (status warns to run one), and whether `serve` still runs is added.
     """
-    s = cfg.settings
-    stale_after_s = s.stale_after * s.interval
-    last = parse_iso((last_cycle or {}).get("finished_at"))
-    seen = min(last, now) if last else None  # stamped before the clock stepped back: not future
-    age_s = (now - seen).total_seconds() if seen else None
+    f = fresh.freshness(cfg, (last_cycle or {}).get("finished_at"), now)
     out: dict[str, Any] = {
-        "last_checked": iso(last),
-        "age_s": round(age_s) if age_s is not None else None,
-        "interval_s": s.interval,
-        "stale_after_s": stale_after_s,
-        "stale_at": iso(seen + timedelta(seconds=stale_after_s)) if seen else None,
-        "stale": age_s is None or age_s > stale_after_s,
+        "last_checked": f.last_checked,
+        "age_s": round(f.age_s) if f.age_s is not None else None,
+        "interval_s": cfg.settings.interval,
+        "stale_after_s": f.stale_after_s,
+        "stale_at": f.stale_at,
+        "stale": f.age_s is None or f.stale,
         "serve": None,
     }
     if heartbeat:

@@ -24,7 +24,8 @@ from watcher.core.clock import parse_iso
 from watcher.core.redact import redact
 from watcher.github.comments import Comment
 from watcher.judge.evaluate import CLEARED, Evaluation
-from watcher.publish.page import BLOCKER_MARKS, PAGE_HEADLINES, digest, environment, page_context
+from watcher.publish.context import BLOCKER_MARKS, PAGE_HEADLINES, page_context
+from watcher.publish.page import digest, environment
 
 STATUS_MARKER = "<!-- watcher:status page={page} -->"
 EVENT_MARKER = "<!-- watcher:event id={id} -->"

@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 from watcher.config.model import Item
 from watcher.core.errors import GitHubError
-from watcher.github.answers import clean_text
+from watcher.core.text import storable
 from watcher.poll import moves, relevance, textmatch, trust
 from watcher.poll.events_feed import KINDS as FEED_KINDS
 from watcher.poll.events_feed import EventsFeed
@@ -565,7 +565,7 @@ def _find(repo: str, sha: str, path: str, text: str, pattern: str, rule: str) ->
         {
             "path": path,
             "line": n,
-            "text": clean_text(lines[n - 1].strip())[:300],  # file text: no terminal escapes
+            "text": storable(lines[n - 1].strip())[:300],  # file text: no terminal escapes
             "url": f"https://github.com/{repo}/blob/{sha}/{path}#L{n}",
             "rule": rule,
             "pattern": pattern,

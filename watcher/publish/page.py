@@ -1,11 +1,9 @@
-"""Rendering: pages (SGLANG.md) through jinja2, and the status document (status.json).
+"""Rendering the Markdown pages (SGLANG.md) through jinja2, from the page context (context.py).
 
 Templates come from a `templates/` folder beside the config first (a maintainer's overrides), then
 from the package (installed wheel) or the checkout. Untrusted text (titles, commit subjects, log
-excerpts) goes through the `md` filter, which makes HTML and Markdown syntax inert.
-
-Why one file of ~700 lines: the page context, the `md` filter that makes upstream text inert, and
-status.json are one contract; keeping them together keeps the escaping rules in one place.
+excerpts) goes through the `md` filter: core.text's cleaning rule, then Markdown's own step that
+makes HTML, links, mentions and emphasis inert.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,45 +21,14 @@ from markupsafe import Markup, escape
 from watcher.config.model import Config, Page
 from watcher.core.files import atomic_write
 from watcher.core.redact import redact
-from watcher.judge.evaluate import Evaluation, latest_target_runs
-from watcher.judge.states import item_satisfied
-from watcher.judge.views import item_view
-from watcher.publish import prose
-from watcher.publish.matrix import build_matrix, cell_summary
-from watcher.smoke.launch import fill_placeholders
+from watcher.core.text import clean_text, one_line, safe_url
+from watcher.judge.evaluate import Evaluation
+from watcher.publish.context import KIND_WORDS, page_context
 
 if TYPE_CHECKING:  # jinja2 is imported by the commands that render, not by `status` or `--help`
     import jinja2
 
-    from watcher.store.db import Store
 
-KIND_WORDS = {
-    "pull": "pull request",
-    "issue": "issue",
-    "commits": "commit stream",
-    "releases": "release stream",
-    "code": "code check",
-}
-PAGE_HEADLINES = {
-    "blocked": "currently blocked, watch list",
-    "ready-to-test": "ready to test, not yet validated",
-    "validated": "validated alternative",
-    "regressed": "regressed, was validated",
-    "parked": "parked by the maintainers",
-}
-FLOOR_HEADLINE = "parked: it runs, but slower than the validated path"
-# upstream text in status.json, and how much of each is kept (the page keeps as much or less)
-UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
-BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
-NOT_CHECKED_MARK = "❔"  # before the first good read: no blocker is known to be blocked
-STALE_MARK = "❔"  # its items cannot be read now: the last known status, never "❌ waiting"
-
-
-def blocker_mark(st: Any) -> str:
-    return STALE_MARK if getattr(st, "stale", None) else BLOCKER_MARKS.get(st.status, "")
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 ZWJ = "\u200d"
 # what GitHub turns into a ping or a cross-reference; a ZWJ goes after each match
@@ -77,16 +43,6 @@ def package_templates() -> Path:
     return Path(__file__).resolve().parents[2] / "templates"
 
 
-def plain_text(text: Any, limit: int = 300) -> str:
-    """Upstream text made safe to show anywhere: tokens and URL credentials hidden, no control or
-    bidi characters, one line, bounded length (status.json as is; the start of `md`)."""
-    s = redact("" if text is None else str(text))
-    s = _CONTROL.sub("", s).replace("\r", " ").replace("\n", " ")
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
-
-
 def inert(text: str) -> str:
     """No @mention, #123, owner/repo#45, GH-123 or bare link stays live: a zero-width joiner
     breaks each, so GitHub neither pings anyone nor cross-links another thread."""
@@ -96,24 +52,14 @@ def inert(text: str) -> str:
 def md_escape(text: Any, limit: int = 300) -> str:
     """Inline Markdown: no HTML, no links, no mentions or references, no emphasis, one line,
     bounded length. `<` is escaped, so nothing can open an HTML comment or fake our markers."""
-    s = plain_text(text, limit)
+    s = one_line(text, limit)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return inert(_MD_SPECIAL.sub(r"\\\1", s))
 
 
-def safe_url(url: Any) -> str:
-    """Only http(s) links survive; anything else (javascript:, data:) becomes '#'."""
-    s = str(url or "")
-    if not re.match(r"^https?://[^\s<>()\"']+$", s):
-        return "#"
-    return s
-
-
 def code_span(text: Any, limit: int = 300) -> str:
     """Inline code that untrusted text cannot close: a fence longer than any backtick run in it."""
-    s = _CONTROL.sub("", redact("" if text is None else str(text))).replace("\n", " ")
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
+    s = one_line(text, limit)
     fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
     pad = " " if s.startswith("`") or s.endswith("`") else ""
     return f"{fence}{pad}{s}{pad}{fence}"
@@ -142,7 +88,7 @@ def html_ticks(text: Any) -> Markup:
 def code_block(text: str | None) -> str:
     """A fenced block that untrusted text cannot close, nor use to open or fake an HTML comment
     marker (`<!--`, `-->`) that watcher's own marker search or digest would read."""
-    body = _CONTROL.sub("", redact(text or "")).rstrip("\n")
+    body = clean_text(text).rstrip("\n")
     body = body.replace("<!--", "<!" + ZWJ + "--").replace("-->", "--" + ZWJ + ">")
     fence = "```"
     while fence in body:
@@ -247,202 +193,7 @@ def _new_environment(search: list[str]) -> jinja2.Environment:
     return env
 
 
-def every_text(seconds: float) -> str:
-    """How often upstream is checked, as the page and the site say it: "1 min", "30 min", "2 h"."""
-    if seconds < 90:
-        return f"{seconds:g} s" if seconds != 60 else "1 min"
-    if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:g} h"
-
-
-# ------------------------------------------------------------------ the status document
-
-
-def status_document(
-    cfg: Config,
-    items: dict[str, dict],
-    ev: Evaluation,
-    cycle: dict[str, Any] | None,
-    runs: list[dict[str, Any]],
-    generated_at: str,
-    *,
-    attempt: dict[str, Any] | None = None,
-    triggers: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The contract other tools read (site/status.json).
-
-    `runs.last_successful_read` (the newest item read without error) is kept apart from
-    `runs.last_attempt` (when GitHub was last asked, and whether every read failed); the
-    heartbeat (`stale_at`) counts from the last successful read, so a cycle that reads nothing
-    never looks like a fresh check.
-    """
-    blockers = []
-    for b in cfg.blockers:
-        st = ev.blockers[b.id]
-        blockers.append(
-            {
-                "id": b.id,
-                "title": b.title,
-                "status": st.status,
-                "reason": _plain(st.reason, 500),
-                "stale": st.stale,
-                "items": list(b.items),
-                "watch": list(b.watch),
-                "rule": b.rule,
-                "signatures": list(b.signatures),
-                "evidence": list(st.evidence),
-                "override": st.override,
-                "hints": [dict(h) for h in st.hints],
-                "hints_trigger_smoke": b.hints_trigger_smoke,
-            }
-        )
-    last_read = max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
-    # before the first good read there is one state, with its why, on every view
-    not_checked = None if last_read or runs else prose.unread_reason(items, attempt)
-    pages = [
-        {
-            "id": p.id,
-            "not_checked_yet": not_checked,
-            "title": p.title,
-            "status": ev.pages[p.id].status,
-            "reason": _plain(ev.pages[p.id].reason, 500),
-            "output": p.output,
-            "blockers": list(p.blockers),
-            "recipes": list(p.recipes),
-            "parked": ev.pages[p.id].parked,
-            "comparison": ev.pages[p.id].comparison,
-        }
-        for p in cfg.pages
-    ]
-    views = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items]
-    for v in views:
-        v.pop("details")
-        for key, limit in UPSTREAM_FIELDS.items():
-            v[key] = _plain(v.get(key), limit)
-        # evidence lines, warnings and the summary carry upstream text too (file lines, commit
-        # subjects, paths): made plain and bounded like titles, links kept only when safe
-        v["summary"] = _plain(v.get("summary"), 500)
-        v["warnings"] = [_plain(w, 500) for w in v.get("warnings") or []]
-        v["evidence"] = _plain_tree(v.get("evidence"))
-        if safe_url(v["url"]) == "#":
-            v["url"] = cfg.item(v["id"]).html_url
-    last = cycle or {}
-    return {
-        "generated_at": generated_at,
-        "pages": pages,
-        "blockers": blockers,
-        "items": views,
-        "runs": {
-            "last_cycle": {
-                k: last.get(k)
-                for k in (
-                    "id",
-                    "started_at",
-                    "finished_at",
-                    "mode",
-                    "items",
-                    "changes",
-                    "requests",
-                    "not_modified",
-                    "errors",
-                    "duration_s",
-                    "rate_remaining",
-                    "rate_limit",
-                )
-            }
-            if last
-            else None,
-            "last_checked": last_read,
-            "last_successful_read": last_read,
-            "last_attempt": dict(attempt) if attempt else None,
-            "interval_s": cfg.settings.interval,
-            # Heartbeat contract for readers of a static copy (the site): when now is past
-            # stale_at, checks have stopped (nothing was read for stale_after x interval).
-            "stale_after_s": cfg.settings.stale_after * cfg.settings.interval,
-            "stale_at": _plus_seconds(last_read, cfg.settings.stale_after * cfg.settings.interval),
-            "pending_smoke": [
-                {
-                    k: t.get(k)
-                    for k in (
-                        "recipe",
-                        "state",
-                        "reasons",
-                        "since",
-                        "run_id",
-                        "actions_run_id",
-                        "note",
-                        "attempts",
-                    )
-                }
-                for t in (triggers or {}).values()
-            ],
-            "smoke": [
-                {
-                    k: r.get(k)
-                    for k in (
-                        "run_id",
-                        "recipe",
-                        "outcome",
-                        "signature",
-                        "blockers_reproduced",
-                        "reason",
-                        "hardware",
-                        "engine_version",
-                        "metrics",
-                        "started_at",
-                        "finished_at",
-                    )
-                }
-                for r in (_shown_run(r) for r in runs[:20])
-            ],
-        },
-    }
-
-
-def _plain(text: Any, limit: int) -> str | None:
-    return None if text is None else plain_text(text, limit)
-
-
-def _plain_tree(value: Any, key: str = "") -> Any:
-    """Every string of an evidence structure made plain (500 characters); URLs kept if safe."""
-    if isinstance(value, dict):
-        return {k: _plain_tree(v, k) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain_tree(v, key) for v in value]
-    if isinstance(value, str):
-        if key == "url" or key.endswith("_url"):
-            return value if safe_url(value) != "#" else None
-        return plain_text(value, 500)
-    return value
-
-
-def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
-    """A smoke run for status.json: the text it carries from engines and runners made plain."""
-    run = dict(run)
-    for key in ("reason", "engine_version", "signature"):
-        run[key] = _plain(run.get(key), 500 if key == "reason" else 120)
-    return run
-
-
-def _plus_seconds(stamp: str | None, seconds: float) -> str | None:
-    if not stamp:
-        return None
-    at = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(seconds=seconds)
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # ------------------------------------------------------------------ pages
-
-
-def page_sources(store: Store) -> dict[str, Any]:
-    """What every page reads from the store, read once per render rather than once per page."""
-    return {
-        "items": store.items(),
-        "runs": store.smoke_runs(limit=200),
-        "triggers": store.triggers(),
-        "statuses": store.statuses(),
-    }
 
 
 def page_text(
@@ -470,283 +221,6 @@ def page_text(
         statuses=sources["statuses"],
     )
     return render_page(cfg, ctx)
-
-
-def page_context(
-    cfg: Config,
-    page: Page,
-    items: dict[str, dict],
-    ev: Evaluation,
-    runs: list[dict[str, Any]],
-    changes: list[dict[str, Any]],
-    last_checked: str | None,
-    offline_note: str | None,
-    *,
-    attempt: dict[str, Any] | None = None,
-    triggers: dict[str, dict[str, Any]] | None = None,
-    statuses: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """Everything a page template shows. `last_checked` is the last successful read; `attempt`
-    ({at, failed}) the last time GitHub was asked. Reader sentences come from `watcher.publish.prose`."""
-    status = ev.pages[page.id]
-    target_runs = latest_target_runs(runs)
-    gpu = _page_gpu(cfg, page)
-    blockers = []
-    for b_id in page.blockers:
-        b = cfg.blocker(b_id)
-        st = ev.blockers[b_id]
-        blockers.append(
-            {
-                "id": b.id,
-                "title": b.title,
-                "description": b.description,
-                "rule": b.rule,
-                "status": st.status,
-                "reason": st.reason,
-                "mark": blocker_mark(st),
-                "stale": st.stale,
-                "override": st.override,
-                "items": [item_view(cfg, i, items.get(i)) for i in b.items],
-                "watch": [item_view(cfg, i, items.get(i)) for i in b.watch],
-                "hints": [
-                    dict(h, view=item_view(cfg, h["item"], items.get(h["item"]))) for h in st.hints
-                ],
-                "signatures": list(b.signatures),
-            }
-        )
-        view = blockers[-1]
-        for v in view["items"]:
-            v["satisfied"] = item_satisfied(cfg.item(v["id"]), items.get(v["id"]))
-        run = next(
-            (target_runs[r.id] for r in cfg.recipes if b.id in r.blockers and r.id in target_runs),
-            None,
-        )
-        view["sentence"] = prose.blocker_sentence(cfg, view, run, gpu)
-        view["words"] = prose.STALE_WORDS if st.stale else prose.BLOCKER_WORDS.get(st.status)
-    # nothing read from GitHub and nothing tested: one "not checked yet" state
-    never_read = (
-        last_checked is None and not runs and not any(v.get("title") for v in _all_views(blockers))
-    )
-    if never_read:  # nothing is known yet: no blocker is blocked, and none is marked ❌
-        for view in blockers:
-            view.update(mark=NOT_CHECKED_MARK, words="not checked yet", sentence="not checked yet")
-    # a failure a reproducing blocker already describes is named by that blocker's number
-    said = {
-        sig: f"blocker {n}"
-        for n, view in enumerate(blockers, 1)
-        if view["status"] == "reproduces"
-        for sig in view["signatures"]
-    }
-    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
-    others = [item_view(cfg, i.id, items.get(i.id)) for i in cfg.items if i.id not in in_blockers]
-    recipes = []
-    for r_id in page.recipes:
-        r = cfg.recipe(r_id)
-        r_runs = [x for x in runs if x.get("recipe") == r_id]
-        target = [
-            x
-            for x in r_runs
-            if (x.get("hardware") or {}).get("matches_target") and x.get("outcome") != "skipped"
-        ]
-        recipes.append(
-            {
-                "id": r.id,
-                "title": r.title or r.id,
-                "engine": r.engine,
-                "command": [
-                    fill_placeholders(
-                        a,
-                        {
-                            "port": r.host_port or r.port,
-                            "model": r.model or "{model}",
-                            "name": f"watcher-{r.id}",
-                        },
-                    )
-                    for a in r.command
-                ],
-                "model": r.model,
-                "spec_decode": r.spec_decode,
-                "hardware": r.hardware,
-                "notes": r.notes,
-                "blockers": [
-                    {
-                        "id": b,
-                        "status": ev.blockers[b].status,
-                        "mark": blocker_mark(ev.blockers[b]),
-                    }
-                    for b in r.blockers
-                ],
-                "latest": r_runs[0] if r_runs else None,
-                "latest_target": target[0] if target else None,
-                "display": display_command(r),
-                "gpu": prose.gpu_phrase(r.hardware),
-                "blocker_titles": [
-                    {
-                        "title": cfg.blocker(b).title,
-                        "words": "not checked yet"
-                        if never_read
-                        else (
-                            prose.STALE_WORDS
-                            if ev.blockers[b].stale
-                            else prose.BLOCKER_WORDS.get(ev.blockers[b].status)
-                        ),
-                        "mark": NOT_CHECKED_MARK if never_read else blocker_mark(ev.blockers[b]),
-                        "number": page.blockers.index(b) + 1 if b in page.blockers else None,
-                    }
-                    for b in r.blockers
-                ],
-            }
-        )
-        shown = recipes[-1]
-        tested = next((x for x in r_runs if x.get("outcome") != "skipped"), None)
-        shown["tested"] = prose.run_sentence(cfg, tested, shown["gpu"], said=said)
-        shown["waiting"] = prose.waiting_sentence(
-            (triggers or {}).get(r.id), shown["gpu"], cfg.smoke.backend
-        )
-    stale = [
-        i
-        for i in (*[v for b in blockers for v in (*b["items"], *b["watch"])], *others)
-        if i["stale"]
-    ]
-    since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
-    now = prose.now_of(last_checked, (attempt or {}).get("at"))
-    open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
-    reader_status = "unknown" if never_read and status.status == "blocked" else status.status
-    return {
-        "page": page,
-        "status": status.status,
-        "reason": status.reason,
-        "headline": FLOOR_HEADLINE
-        if (status.parked or {}).get("by") == "floor"
-        else PAGE_HEADLINES[status.status],
-        "reader_status": reader_status,
-        "reader_headline": prose.headline(
-            reader_status,
-            since=since,
-            now=now,
-            open_blockers=open_blockers,
-            validated_run=status.validated_run,
-            gpu=gpu,
-            parked=status.parked,
-        ),
-        "status_since": since,
-        "open_blockers": open_blockers,
-        "gpu": gpu,
-        "attempt": attempt,
-        "last_read": prose.reader_when(last_checked) if last_checked else None,
-        "check_every": every_text(cfg.settings.interval),
-        "attempt_failed_at": prose.reader_when(attempt["at"])
-        if attempt and attempt.get("failed") and attempt.get("at")
-        else None,
-        "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
-        "issue_link": cfg.site.issue_link(cfg.notify),
-        "change_lines": prose.reader_changes(cfg, changes),
-        "not_checked": prose.unread_reason(items, attempt) if never_read else None,
-        "attention": prose.attention_line(
-            [*_all_views(blockers), *others], last_checked, never_read
-        ),
-        "parked": status.parked,
-        "comparison": status.comparison,
-        "validated_run": status.validated_run,
-        "blockers": blockers,
-        "other_items": others,
-        "recipes": recipes,
-        "changes": changes,
-        "last_checked": last_checked,
-        "stale_items": stale,
-        "offline_note": offline_note,
-        "marks": BLOCKER_MARKS,
-        "matrix": build_matrix(cfg, runs, recipes=page.recipes),
-        "matrix_summary": cell_summary,
-        "matrix_link": f"{cfg.site.url.rstrip('/')}/matrix.html" if cfg.site.url else None,
-    }
-
-
-def _page_gpu(cfg: Config, page: Page) -> str:
-    """The GPU a page's recipes target, in words ('an RTX 3090')."""
-    for r_id in page.recipes:
-        return prose.gpu_phrase(cfg.recipe(r_id).hardware)
-    return "the target GPU"
-
-
-def _all_views(blockers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [v for b in blockers for v in (*b["items"], *b["watch"])]
-
-
-def display_command(recipe) -> str:
-    """The recipe as a reader would type it: watcher's own `--name` (its container handle for
-    teardown) left out, placeholders filled, one option per line."""
-    argv = list(recipe.command)
-    shown: list[str] = []
-    skip = False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if arg == "--name" and i + 1 < len(argv) and argv[i + 1] == "{name}":
-            skip = True
-            continue
-        if arg.startswith("--name=") and arg.endswith("{name}"):
-            continue
-        shown.append(arg)
-    port = recipe.host_port or recipe.port
-    values = {"port": port, "model": recipe.model or "{model}", "name": recipe.id}
-    filled = [fill_placeholders(a, values) for a in shown]
-    return shell_lines(filled)
-
-
-def shell_lines(argv: list[str]) -> str:
-    """An argv list as a readable multi-line shell command (display only, never executed).
-
-    docker's options go two to a line up to the image; the engine's command starts a new line,
-    and each of its `--option value` pairs gets a line of its own, as the hand-kept page had it.
-    """
-    import shlex
-
-    q = [shlex.quote(a) for a in argv]
-    lines: list[str] = []
-    i = 0
-    if argv and argv[0] == "docker":
-        # docker run [--flag | --opt value | -v x | -p x ...] IMAGE
-        head = q[:2] if len(argv) > 1 and argv[1] == "run" else q[:1]
-        i = len(head)
-        line = list(head)
-        while i < len(argv) and argv[i].startswith("-"):
-            takes = "=" not in argv[i] and argv[i] not in _DOCKER_FLAGS
-            opt = q[i : i + 2] if takes and i + 1 < len(argv) else q[i : i + 1]
-            if argv[i] in ("-v", "--volume", "-p", "--publish", "-e", "--env") or (
-                len(line) + len(opt) > 8
-            ):
-                lines.append(" ".join(line))
-                line = []
-            line.extend(opt)
-            i += len(opt)
-        lines.append(" ".join(line))
-        if i < len(argv):
-            lines.append(q[i])  # the image
-            i += 1
-    rest = argv[i:]
-    qrest = q[i:]
-    engine: list[str] = []
-    j = 0
-    while j < len(rest) and (not rest[j].startswith("-") or (engine and rest[j] == "-m")):
-        engine.append(qrest[j])
-        j += 1
-    if engine:
-        lines.append(" ".join(engine))
-    while j < len(rest):
-        part = [qrest[j]]
-        j += 1
-        while j < len(rest) and not rest[j].startswith("-"):
-            part.append(qrest[j])
-            j += 1
-        lines.append("  " + " ".join(part))
-    if not lines:
-        return ""
-    return lines[0] + "".join(f" \\\n  {line}" for line in lines[1:])
-
-
-_DOCKER_FLAGS = {"--rm", "-d", "--detach", "-it", "-i", "-t", "--privileged", "--init"}
 
 
 def load_fragments(cfg: Config, page: Page) -> dict[str, str]:

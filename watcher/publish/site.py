@@ -1,12 +1,13 @@
 """The static status site: index, one page per generated document, item histories, feed, badges.
 
 `build_site` reads the store and writes `index.html`, `page/<page>.html`, `item/<item>.html`,
-`feed.xml` (Atom), `badge/<page>.svg` and `status.json` (the contract of `render.status_document`).
+`feed.xml` (Atom), `badge/<page>.svg` and `status.json` (the contract of `status.status_document`),
+all from the page context (context.py).
 Everything is rendered in memory first, written into a temporary folder beside the site folder and
 then swapped in, so a failed build leaves the previous site whole and a reader never sees half.
 
-Untrusted text (titles, commit subjects, log excerpts, config strings) is cleaned here once
-(secrets redacted, control characters dropped) and autoescaped by the templates. The pages'
+Untrusted text (titles, commit subjects, log excerpts, config strings) is cleaned once by
+core.text's rule (in the context) and autoescaped by the templates. The pages'
 Markdown is rendered with raw HTML disabled and links other than http(s)/relative made inert.
 The same database renders the same bytes: everything is sorted, nothing is random, and the only
 volatile parts (generation time and the "N minutes ago" text) sit on lines marked `data-volatile`.
@@ -16,10 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import hashlib
-import html
 import json
-import math
 import os
 import re
 import shutil
@@ -40,51 +38,30 @@ from markdown.treeprocessors import Treeprocessor
 from markupsafe import Markup
 
 from watcher.config.model import Config
-from watcher.core.clock import iso, parse_iso, utcnow
+from watcher.core.clock import iso, utcnow
 from watcher.core.errors import WatcherError
 from watcher.core.files import umask
-from watcher.core.redact import redact
+from watcher.core.text import clean_tree
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects
-from watcher.judge.views import item_view
-from watcher.publish.matrix import build_matrix, cell_summary
-from watcher.publish.page import (
-    FLOOR_HEADLINE,
-    KIND_WORDS,
-    PAGE_HEADLINES,
-    blocker_mark,
-    environment,
+from watcher.publish.context import (
+    STATUS_TONES,
+    last_attempt,
+    last_checked_at,
     page_sources,
-    page_text,
-    status_document,
+    safe_href,
+    site_context,
 )
-from watcher.publish.prose import unread_reason
+from watcher.publish.matrix import build_matrix, cell_summary
+from watcher.publish.page import environment, page_text
+from watcher.publish.status import status_document
 from watcher.store.db import Store
 
-FEED_LIMIT = 200  # newest events in feed.xml
-TIMELINE_LIMIT = 100  # newest events on the index
-RUNS_LIMIT = 50  # newest smoke runs in the index table
-CHART_LIMIT = 200  # newest smoke runs in the charts
 # Newest state spans on an item page: a year of hourly checks already fills it (the bench's
 # items make ~36 a year), so what the page shows does not grow with the database's age;
 # the page counts the older spans and says where they are kept.
 HISTORY_LIMIT = 30
 MATRIX_RUNS = 1000  # the newest runs the matrix page is made of (one per cell and host is shown)
 KEEP_FILES = ("CNAME", ".gitkeep")  # a maintainer's files in the site folder (and git-tracked ones)
-TAG_PREFIX = "tag:watcher,2026:"
-_CONTROL = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
-)
-_SAFE_HREF = re.compile(r"^(?:https?://|mailto:|#|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
-STATUS_TONES = {
-    "validated": "good",
-    "verified": "good",
-    "ready-to-test": "warn",
-    "fix-merged": "warn",
-    "blocked": "bad",
-    "reproduces": "bad",
-    "regressed": "bad",
-    "parked": "muted",
-}
 BADGE_COLOURS = {"good": "#1a7f37", "warn": "#9a6700", "bad": "#cf222e", "muted": "#57606a"}
 
 
@@ -98,37 +75,7 @@ class SiteReport:
     duration_s: float = 0.0
 
 
-# ------------------------------------------------------------------ cleaning untrusted text
-
-
-def clean(value: Any, memo: dict[str, str] | None = None) -> Any:
-    """Redact secrets and drop control characters in every string of a structure.
-
-    `memo` remembers cleaned strings within one call: an item's history repeats the same few
-    titles and states hundreds of times.
-    """
-    if isinstance(value, str):
-        if memo is None:
-            return _CONTROL.sub("", redact(value).replace("\r\n", "\n").replace("\r", "\n"))
-        if value not in memo:
-            memo[value] = clean(value)
-        return memo[value]
-    if memo is None:
-        memo = {}
-    if isinstance(value, dict):
-        return {k: clean(v, memo) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean(v, memo) for v in value]
-    return value
-
-
-def safe_href(url: Any) -> str:
-    """http(s), mailto, fragments and scheme-less relative links survive; the rest becomes '#'."""
-    s = str(url or "").strip()
-    seen = html.unescape(s)  # what a browser reads: `java&#115;cript:` is javascript:
-    if not s or _CONTROL.search(seen) or re.search(r"\s", seen) or not _SAFE_HREF.match(seen):
-        return "#"
-    return s
+# ------------------------------------------------------------------ links
 
 
 # ------------------------------------------------------------------ Markdown without raw HTML
@@ -216,67 +163,10 @@ def markdown_to_html(text: str, rename: dict[str, str] | None = None) -> Markup:
     md = markdown.Markdown(
         extensions=["tables", "fenced_code", _NoRawHTML(rename or {})], output_format="html"
     )
-    return Markup(md.convert(clean(text)))
+    return Markup(md.convert(clean_tree(text)))
 
 
 # ------------------------------------------------------------------ view models
-
-
-def age_text(seconds: float) -> str:
-    """'12 minutes ago': coarse on purpose, so a rebuild a few seconds later reads the same."""
-    if seconds < 60:
-        return "less than a minute ago"
-    minutes = int(seconds // 60)
-    if minutes < 120:
-        return f"{minutes} minute{'s' if minutes != 1 else ''} ago"
-    hours = int(seconds // 3600)
-    if hours < 48:
-        return f"{hours} hours ago"
-    return f"{int(seconds // 86400)} days ago"
-
-
-def duration_text(seconds: float) -> str:
-    if seconds % 86400 == 0:
-        return f"{int(seconds // 86400)} d"
-    if seconds % 3600 == 0:
-        return f"{int(seconds // 3600)} h"
-    if seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"
-
-
-def freshness(cfg: Config, last_checked: str | None, generated_at: str) -> dict[str, Any]:
-    limit = cfg.settings.stale_after * cfg.settings.interval
-    out = {
-        "last_checked": last_checked,
-        "limit_s": int(limit),
-        "limit_text": f"{cfg.settings.stale_after:g} × the {duration_text(cfg.settings.interval)} "
-        "interval",
-        "age_text": "never",
-        # never read is "not checked yet" (with its why), not "checks have stopped"
-        "stale": False,
-        "not_checked_yet": None,
-        "every_text": duration_text(cfg.settings.interval),
-    }
-    checked, generated = _when(last_checked), _when(generated_at)
-    if checked and generated:
-        age = max(0.0, (generated - checked).total_seconds())
-        out.update(age_text=age_text(age), stale=age > limit)
-    return out
-
-
-def last_checked_at(store: Store, items: dict[str, dict]) -> str | None:
-    """The last successful read: the newest item read without error (None before the first).
-
-    A cycle that asked GitHub and read nothing is an attempt, not a check (`last_attempt`)."""
-    return max((r["checked_at"] for r in items.values() if r.get("checked_at")), default=None)
-
-
-def last_attempt(store: Store) -> dict[str, Any]:
-    """When GitHub was last asked, and whether every read of that cycle failed."""
-    last = store.last_finished_cycle(polled_only=True) or {}
-    failed = bool(last.get("items")) and (last.get("errors") or 0) >= last["items"]
-    return {"at": last.get("started_at"), "failed": failed}
 
 
 def state_spans(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -322,7 +212,7 @@ def history_rows(spans: list[dict[str, Any]]) -> list[SimpleNamespace]:
     memo: dict[str, str] = {}
     trusted = ("from", "to", "count")
     return [
-        SimpleNamespace(**{k: v if k in trusted else clean(v, memo) for k, v in s.items()})
+        SimpleNamespace(**{k: v if k in trusted else clean_tree(v, memo) for k, v in s.items()})
         for s in spans
     ]
 
@@ -333,130 +223,6 @@ def older_spans(store: Store, item_id: str, shown: int) -> int:
         "SELECT COUNT(*) FROM state_spans WHERE item_id = ?", (item_id,)
     ).fetchone()[0]
     return max(0, total - shown)
-
-
-def _fmt(value: Any, pattern: str) -> str | None:
-    return pattern % value if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def _gpu(gpu: dict[str, Any]) -> str:
-    parts = []
-    if isinstance(gpu.get("memory_mib"), int | float):
-        parts.append(f"{int(gpu['memory_mib'])} MiB")
-    if gpu.get("compute_capability"):
-        parts.append(f"compute {gpu['compute_capability']}")
-    return str(gpu.get("name") or "?") + (f" ({', '.join(parts)})" if parts else "")
-
-
-def run_view(run: dict[str, Any]) -> dict[str, Any]:
-    hw = run.get("hardware") if isinstance(run.get("hardware"), dict) else {}
-    m = run.get("metrics") if isinstance(run.get("metrics"), dict) else {}
-    gpus = [g for g in hw.get("gpus") or [] if isinstance(g, dict)]
-    return {
-        "run_id": run.get("run_id"),
-        "recipe": run.get("recipe"),
-        "outcome": run.get("outcome") or "unknown",
-        "tone": {"passed": "good", "failed": "bad", "skipped": "muted"}.get(
-            run.get("outcome"), "warn"
-        ),
-        "signature": run.get("signature"),
-        "reason": run.get("reason"),
-        "stage": run.get("stage_reached"),
-        "started_at": run.get("started_at"),
-        "engine_version": run.get("engine_version"),
-        "gpus": ", ".join(_gpu(g) for g in gpus) or "unknown",
-        "on_target": bool(hw.get("matches_target")),
-        "startup": _fmt(m.get("startup_s"), "%.0f s"),
-        "ttft": _fmt(m.get("ttft_s"), "%.2f s"),
-        "decode": _fmt(m.get("decode_tokens_per_s"), "%.1f"),
-        "accept": _fmt(m.get("accept_length"), "%.2f"),
-        "excerpt": run.get("excerpt"),
-    }
-
-
-def _when(text: Any) -> datetime | None:
-    """A stored timestamp, or None when a run document carries something else."""
-    try:
-        return parse_iso(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-
-
-def _metric(run: dict[str, Any], name: str) -> Any:
-    metrics = run.get("metrics")
-    return metrics.get(name) if isinstance(metrics, dict) else None
-
-
-def _nice_step(value: float) -> float:
-    """1, 2, 2.5 or 5 times a power of ten, at least `value`."""
-    if value <= 0:
-        return 1.0
-    exp = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if value <= step * exp + 1e-12:
-            return step * exp
-    return 10 * exp
-
-
-def chart(
-    cfg: Config, runs: list[dict[str, Any]], metric: str, label: str, unit: str
-) -> dict[str, Any]:
-    """One line per recipe over time, as SVG coordinates (the template only draws them)."""
-    width, height, left, right, top, bottom = 640, 200, 48, 12, 12, 36
-    points = [
-        (r, _when(r.get("started_at")), _metric(r, metric))
-        for r in runs
-        if _when(r.get("started_at"))
-    ]
-    points = [
-        (r, t, v)
-        for r, t, v in points
-        if isinstance(v, int | float) and math.isfinite(v) and v >= 0
-    ]
-    out: dict[str, Any] = {"metric": metric, "label": label, "unit": unit, "series": []}
-    out.update(width=width, height=height, left=left, right=width - right, top=top)
-    out["bottom"] = height - bottom
-    if not points:
-        return out
-    points.sort(key=lambda p: (p[1], p[0].get("run_id") or ""))
-    t0, t1 = points[0][1].timestamp(), points[-1][1].timestamp()
-    span = (t1 - t0) or 1.0
-    step = _nice_step(max(v for _, _, v in points) / 4)
-    ticks = max(1, math.ceil(max(v for _, _, v in points) / step - 1e-9))
-    ymax = step * ticks
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def xy(t: datetime, v: float) -> tuple[str, str]:
-        x = left + (t.timestamp() - t0) / span * plot_w if t1 > t0 else left + plot_w / 2
-        y = top + plot_h - v / ymax * plot_h
-        return f"{x:.1f}", f"{y:.1f}"
-
-    recipe_ids = [r.id for r in cfg.recipes]
-    for n, rid in enumerate(sorted({p[0].get("recipe") or "?" for p in points}, key=str)):
-        pts = []
-        for r, t, v in points:
-            if (r.get("recipe") or "?") != rid:
-                continue
-            x, y = xy(t, v)
-            pts.append({"x": x, "y": y, "label": f"{r.get('run_id')}: {v:.2f} {unit}".strip()})
-        style = recipe_ids.index(rid) if rid in recipe_ids else len(recipe_ids) + n
-        out["series"].append(
-            {
-                "recipe": rid,
-                "style": style % 4,
-                "points": pts,
-                "polyline": " ".join(f"{p['x']},{p['y']}" for p in pts),
-            }
-        )
-    out["yticks"] = [
-        {"y": f"{top + plot_h - n * step / ymax * plot_h:.1f}", "text": f"{n * step:g}"}
-        for n in range(ticks + 1)
-    ]
-    out["xticks"] = [
-        {"x": f"{left:.1f}", "text": iso(points[0][1])[:10], "anchor": "start"},
-        {"x": f"{left + plot_w:.1f}", "text": iso(points[-1][1])[:10], "anchor": "end"},
-    ]
-    return out
 
 
 def badge(label: str, status: str) -> dict[str, Any]:
@@ -471,161 +237,6 @@ def badge(label: str, status: str) -> dict[str, Any]:
         "width": lw + sw,
         "colour": BADGE_COLOURS[STATUS_TONES.get(status, "muted")],
     }
-
-
-def feed_base(cfg: Config) -> str:
-    """The prefix of every Atom id: the configured site URL, so two installations never share
-    ids; without one, a tag URI named after this config file's location (set [site] url)."""
-    if cfg.site.url:
-        return cfg.site.url.rstrip("/") + "/"
-    digest = hashlib.sha256(str(cfg.path).encode()).hexdigest()[:12]
-    return f"{TAG_PREFIX}{digest}/"
-
-
-def _event_view(e: dict[str, Any], base: str = TAG_PREFIX) -> dict[str, Any]:
-    at = e.get("at") or ""
-    compact = re.sub(r"[^0-9TZ]", "", at)
-    return {
-        "id": e["id"],
-        "at": at,
-        "kind": e.get("kind"),
-        "subject": e.get("subject"),
-        "old": e.get("old"),
-        "new": e.get("new"),
-        "message": e.get("message") or "",
-        "tag": f"{base}event/{e['id']}-{compact}",
-        "tone": STATUS_TONES.get(e.get("new") or "", "muted"),
-    }
-
-
-def site_context(
-    cfg: Config,
-    store: Store,
-    ev: Evaluation,
-    generated_at: str,
-) -> dict[str, Any]:
-    """Everything the templates show, cleaned and sorted."""
-    items = store.items()
-    runs = store.smoke_runs(limit=max(RUNS_LIMIT, CHART_LIMIT))
-    statuses = store.statuses()
-    base = feed_base(cfg)
-    events = [_event_view(e, base) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
-    checked = last_checked_at(store, items)
-    attempt = last_attempt(store)
-    never_read = checked is None and not runs  # nothing read and nothing tested yet
-    not_checked = unread_reason(items, attempt) if never_read else None
-
-    def since(key: str) -> str | None:
-        return (statuses.get(key) or {}).get("since")
-
-    views = {
-        i.id: dict(item_view(cfg, i.id, items.get(i.id)), href=f"item/{i.id}.html")
-        for i in cfg.items
-    }
-    for v in views.values():
-        v["kind_word"] = KIND_WORDS.get(v["kind"], v["kind"])
-        v["url"] = safe_href(v["url"]) if str(v["url"]).startswith("http") else "#"
-        v["problem"] = v["error"] or ("not checked yet" if v["stale"] and not v["title"] else None)
-    pages = []
-    for p in cfg.pages:
-        st = ev.pages[p.id]
-        # Before the first successful read the evaluation only knows nothing is fixed yet:
-        # that is not the same as blocked, so readers see `unknown`.
-        shown = "unknown" if never_read and st.status == "blocked" else st.status
-        pages.append(
-            {
-                "id": p.id,
-                "title": p.title,
-                "status": shown,
-                "tone": STATUS_TONES.get(shown, "muted"),
-                "headline": FLOOR_HEADLINE
-                if (st.parked or {}).get("by") == "floor"
-                else PAGE_HEADLINES.get(shown, "not checked yet"),
-                "reason": st.reason if not never_read else not_checked,
-                "since": since(f"page:{p.id}") if not never_read else None,
-                "output": p.output,
-                "href": f"page/{p.id}.html",
-                "badge": f"badge/{p.id}.svg",
-            }
-        )
-    blockers = []
-    for b in cfg.blockers:
-        st = ev.blockers[b.id]
-        evidence = []
-        for e in st.evidence:
-            if e.get("type") == "item":
-                v = views.get(e.get("item"))
-                evidence.append(
-                    dict(e, label=v["label"] if v else e.get("item"), href=(v or {}).get("href"))
-                )
-            else:
-                evidence.append(dict(e))
-        shown = "not checked yet" if never_read else st.status  # nothing known: no ❌
-        blockers.append(
-            {
-                "id": b.id,
-                "title": b.title,
-                "description": b.description,
-                "status": shown,
-                "tone": STATUS_TONES.get(shown, "muted"),
-                "mark": "" if never_read else blocker_mark(st),
-                "reason": st.reason,
-                "stale": st.stale,
-                "since": since(f"blocker:{b.id}"),
-                "rule": b.rule,
-                "signatures": list(b.signatures),
-                "items": [views[i] for i in b.items if i in views],
-                "watch": [views[i] for i in b.watch if i in views],
-                "evidence": evidence,
-                "override": st.override,
-                "hints": [
-                    dict(
-                        h,
-                        label=views[h["item"]]["label"] or views[h["item"]]["title"] or h["item"],
-                        href=views[h["item"]]["href"],
-                    )
-                    for h in st.hints
-                ],
-            }
-        )
-    in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
-    run_views = [run_view(r) for r in runs[:RUNS_LIMIT]]
-    charted = runs[:CHART_LIMIT]
-    recipe_titles = {r.id: r.title or r.id for r in cfg.recipes}
-    pending = [
-        dict(t, title=recipe_titles.get(t["recipe"], t["recipe"]))
-        for t in store.triggers().values()
-    ]
-    return clean(
-        {
-            "generated_at": generated_at,
-            "site": {
-                "title": cfg.site.title,
-                "url": cfg.site.url,
-                "guide_url": cfg.site.guide_url,
-                "issue_url": cfg.site.issue_link(cfg.notify),
-            },
-            "attempt": attempt,
-            "pending": pending,
-            "fresh": dict(freshness(cfg, checked, generated_at), not_checked_yet=not_checked),
-            "pages": pages,
-            "blockers": blockers,
-            "items": [views[i.id] for i in cfg.items],
-            "other_items": [views[i.id] for i in cfg.items if i.id not in in_blockers],
-            "problems": [v for v in (views[i.id] for i in cfg.items) if v["stale"] or v["error"]],
-            "runs": run_views,
-            "runs_total": store.count_smoke_runs(),
-            "recipes": [{"id": r.id, "title": r.title or r.id} for r in cfg.recipes],
-            "charts": [
-                chart(cfg, charted, "decode_tokens_per_s", "Decode speed", "tok/s"),
-                chart(cfg, charted, "accept_length", "Spec-decode accept length", ""),
-            ],
-            "events": events[:TIMELINE_LIMIT],
-            "feed_events": events[:FEED_LIMIT],
-            "feed_updated": events[0]["at"] if events else (checked or generated_at),
-            "feed_id": f"{base}feed",
-        }
-    )
 
 
 # ------------------------------------------------------------------ rendering
@@ -685,7 +296,7 @@ def render_site(
     for item in ctx["items"]:
         history = history_rows(store.state_spans(item["id"], HISTORY_LIMIT))
         older = older_spans(store, item["id"], len(history)) if len(history) >= HISTORY_LIMIT else 0
-        details = clean((all_items.get(item["id"]) or {}).get("details") or {})
+        details = clean_tree((all_items.get(item["id"]) or {}).get("details") or {})
         commits = [
             dict(c, url=safe_href(c.get("url")))
             for c in (details.get("commits") or [])
@@ -704,7 +315,7 @@ def render_site(
     files["feed.xml"] = env.get_template("site/feed.xml.j2").render(**ctx)
     from watcher.bisect.report import site_files
 
-    files.update(site_files(store, env, ctx, clean))  # a page per bisect run
+    files.update(site_files(store, env, ctx))  # a page per bisect run
     for page in ctx["pages"]:
         files[page["badge"]] = env.get_template("site/badge.svg.j2").render(
             badge=badge(page["title"], page["status"])
@@ -712,7 +323,7 @@ def render_site(
     files["status.json"] = (
         json.dumps(status_doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     )
-    mx = clean(build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now))
+    mx = clean_tree(build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now))
     files["matrix.html"] = env.get_template("site/matrix.html.j2").render(
         **ctx, root="", mx=mx, summary=cell_summary
     )

@@ -24,7 +24,8 @@ from watcher.config.model import Config, Recipe, recipe_digest
 from watcher.config.signatures import all_signatures
 from watcher.core.errors import GitHubError
 from watcher.core.redact import redact
-from watcher.github.answers import clean, clean_text
+from watcher.core.text import storable
+from watcher.github.answers import clean
 from watcher.github.client import Answer, GitHubClient
 from watcher.smoke.hardware import Gpu, GpuReading, check_hardware
 from watcher.smoke.run import OUTCOMES, error_doc
@@ -53,7 +54,7 @@ class _Api:
         r = self.request("GET", path, params=params)
         if r.status != 200:
             raise GitHubError(
-                f"GET {path}: HTTP {r.status}: {clean_text(r.text[:200])}", r.status, r.url
+                f"GET {path}: HTTP {r.status}: {storable(r.text[:200])}", r.status, r.url
             )
         return self.client.decode(self.client.url(path), r.content)
 
@@ -95,7 +96,7 @@ def dispatch(
         return Dispatched(
             False,
             error=f"dispatch of {s.workflow} in {s.repo} refused: HTTP {r.status}:"
-            f" {clean_text(r.text[:200])}",
+            f" {storable(r.text[:200])}",
         )
     gh_run_id = None
     if r.status == 200 and r.content:
@@ -204,15 +205,15 @@ def refusal(cfg: Config, recipe: Recipe, run: dict, doc: dict[str, Any]) -> str 
     """
     event = run.get("event")
     if event is not None and event != "workflow_dispatch":
-        return f"the Actions run was started by {clean_text(str(event))[:40]!r}, not a dispatch"
+        return f"the Actions run was started by {storable(str(event))[:40]!r}, not a dispatch"
     head = (run.get("head_repository") or {}).get("full_name")
     if head is not None and head != cfg.smoke.repo:
-        return f"the Actions run ran code from {clean_text(str(head))[:80]}, not {cfg.smoke.repo}"
+        return f"the Actions run ran code from {storable(str(head))[:80]}, not {cfg.smoke.repo}"
     if doc.get("recipe") != recipe.id:
-        return f"result.json is for recipe {clean_text(str(doc.get('recipe')))[:80]!r}, dispatched {recipe.id!r}"
+        return f"result.json is for recipe {storable(str(doc.get('recipe')))[:80]!r}, dispatched {recipe.id!r}"
     want, got = recipe_digest(recipe, cfg.base_dir), doc.get("recipe_digest")
     if got != want:
-        shown = clean_text(str(got))[:80] if got else "missing"
+        shown = storable(str(got))[:80] if got else "missing"
         return (
             f"its recipe digest ({shown}) is not the dispatched recipe's ({want}): the runner ran"
             " another version of the recipe"
@@ -305,7 +306,7 @@ def _fetch_result(
     if doc["run_id"] != run_id:
         raise GitHubError(f"result.json is for run {doc['run_id']!r}, expected {run_id!r}")
     if doc["outcome"] not in OUTCOMES:
-        raise GitHubError(f"result.json has an unknown outcome {clean_text(doc['outcome'])[:40]!r}")
+        raise GitHubError(f"result.json has an unknown outcome {storable(doc['outcome'])[:40]!r}")
     known = {s.id for s in all_signatures(cfg.signatures)} | {
         s for b in cfg.blockers for s in b.signatures
     }
