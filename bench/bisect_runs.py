@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bisectkit import seed_releases, write_config  # noqa: E402
-from smokekit import RTX3090, fake_docker, fake_nvidia_smi  # noqa: E402
+from kits.bisectkit import seed_releases, write_config  # noqa: E402
+from kits.smokekit import RTX3090, fake_docker, fake_nvidia_smi  # noqa: E402
 
 from watcher.bisect import search as bs  # noqa: E402
 from watcher.config.model import load_config  # noqa: E402

@@ -33,16 +33,24 @@ class Mutant:
 
 
 GITHUB_TESTS = (
-    "tests/test_caching.py",
-    "tests/test_hostile_net.py",
-    "tests/test_hostile.py",
-    "tests/test_poll.py",
-    "tests/test_code_items.py",
-    "tests/test_pagination_bounds.py",
-    "tests/test_survivors.py",
+    "tests/publish/test_caching.py",
+    "tests/github/test_hostile_net.py",
+    "tests/whole/test_hostile.py",
+    "tests/poll/test_poll.py",
+    "tests/poll/test_code_items.py",
+    "tests/github/test_pagination_bounds.py",
+    "tests/whole/test_survivors.py",
 )
-EVALUATE_TESTS = ("tests/test_evaluate.py", "tests/test_states.py", "tests/test_survivors.py")
-POLL_TESTS = ("tests/test_poll.py", "tests/test_code_items.py", "tests/test_survivors.py")
+EVALUATE_TESTS = (
+    "tests/judge/test_evaluate.py",
+    "tests/judge/test_states.py",
+    "tests/whole/test_survivors.py",
+)
+POLL_TESTS = (
+    "tests/poll/test_poll.py",
+    "tests/poll/test_code_items.py",
+    "tests/whole/test_survivors.py",
+)
 
 MUTANTS = [
     # ---- the 15 survivors of issue 21
@@ -93,63 +101,91 @@ MUTANTS = [
         "watcher/smoke/hardware.py",
         "if len(fitting) >= target.gpu_count:",
         "if fitting and len(reading.gpus) >= target.gpu_count:",
-        ("tests/test_hardware.py", "tests/test_survivors.py"),
+        ("tests/smoke/test_hardware.py", "tests/whole/test_survivors.py"),
     ),
     Mutant(
         "classify: priority lost across blocks",
         "watcher/smoke/classify.py",
         "for i in range(best_index):",
         "for i in range(len(self._compiled)):",
-        ("tests/test_classify.py", "tests/test_classify_engines.py", "tests/test_survivors.py"),
+        (
+            "tests/smoke/test_classify.py",
+            "tests/smoke/test_classify_engines.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "redact: only ghp_ tokens",
         "watcher/core/redact.py",
         "gh[pousr]_",
         "ghp_",
-        ("tests/test_render.py", "tests/test_notify_plan.py", "tests/test_survivors.py"),
+        (
+            "tests/publish/test_render.py",
+            "tests/notify/test_notify_plan.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "redact: user:pass@ kept",
         "watcher/core/redact.py",
         'return _USERINFO.sub("", _SECRET.sub("[redacted]", text))',
         'return _SECRET.sub("[redacted]", text)',
-        ("tests/test_render.py", "tests/test_notify_plan.py", "tests/test_survivors.py"),
+        (
+            "tests/publish/test_render.py",
+            "tests/notify/test_notify_plan.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "scaffold: actions: write when only notify is on",
         "watcher/onboard/scaffold.py",
         '    if cfg.smoke.backend == "github-actions":\n        perms.append(',
         '    if cfg.smoke.backend == "github-actions" or cfg.notify.enabled:\n        perms.append(',
-        ("tests/test_scaffold.py", "tests/test_scaffold_injection.py"),
+        ("tests/onboard/test_scaffold.py", "tests/onboard/test_scaffold_injection.py"),
     ),
     Mutant(
         "backtest: keeps the item's max_pages",
         "watcher/poll/backtest.py",
         "replayed = dataclasses.replace(item, since=_iso(self.since), max_pages=None)",
         "replayed = dataclasses.replace(item, since=_iso(self.since))",
-        ("tests/test_history.py", "tests/test_history_rules.py", "tests/test_survivors.py"),
+        (
+            "tests/store/test_history.py",
+            "tests/poll/test_history_rules.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "store: a failed transaction commits",
         "watcher/store/db.py",
         'self.db.execute("ROLLBACK")',
         'self.db.execute("COMMIT")',
-        ("tests/test_store_schema.py", "tests/test_crash.py", "tests/test_survivors.py"),
+        (
+            "tests/store/test_store_schema.py",
+            "tests/loop/test_crash.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "answers: a boolean accepted as an integer",
         "watcher/github/answers.py",
         "ok = isinstance(value, spec) and not (spec is int and isinstance(value, bool))",
         "ok = isinstance(value, spec)",
-        ("tests/test_hostile.py", "tests/test_hostile_net.py", "tests/test_answer_shapes.py"),
+        (
+            "tests/whole/test_hostile.py",
+            "tests/github/test_hostile_net.py",
+            "tests/github/test_answer_shapes.py",
+        ),
     ),
     Mutant(
         "comments: edits a comment absent from the listing",
         "watcher/github/comments.py",
         "if comment_id not in self._listed:",
         "if False:",
-        ("tests/test_notify.py", "tests/test_hostile_comments.py", "tests/test_survivors.py"),
+        (
+            "tests/notify/test_notify.py",
+            "tests/notify/test_hostile_comments.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     # ---- faults of the same kind that main's tests caught
     Mutant(
@@ -201,7 +237,7 @@ MUTANTS = [
         "watcher/poll/poller.py",
         "return all(",
         "return any(",
-        POLL_TESTS + ("tests/test_rules.py",),
+        POLL_TESTS + ("tests/judge/test_rules.py",),
     ),
     Mutant(
         "poll: compare 'identical' is not contained",
@@ -243,56 +279,76 @@ MUTANTS = [
         "watcher/smoke/hardware.py",
         "and g.memory_mib >= target.min_memory_mib",
         "and g.memory_mib >= 0",
-        ("tests/test_hardware.py", "tests/test_survivors.py"),
+        ("tests/smoke/test_hardware.py", "tests/whole/test_survivors.py"),
     ),
     Mutant(
         "notify_plan: a marker anywhere in the body counts",
         "watcher/notify/plan.py",
         'return comment.body.lstrip().split("\\n", 1)[0].strip() == marker',
         "return marker in comment.body",
-        ("tests/test_notify.py", "tests/test_notify_plan.py"),
+        ("tests/notify/test_notify.py", "tests/notify/test_notify_plan.py"),
     ),
     Mutant(
         "comments: any 2xx counts as written",
         "watcher/github/comments.py",
         "if status != wanted:",
         "if status >= 300:",
-        ("tests/test_notify.py", "tests/test_hostile_comments.py", "tests/test_survivors.py"),
+        (
+            "tests/notify/test_notify.py",
+            "tests/notify/test_hostile_comments.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "answers: no depth limit",
         "watcher/github/answers.py",
         "if depth > MAX_DEPTH:",
         "if depth > MAX_DEPTH * 1000:",
-        ("tests/test_hostile.py", "tests/test_hostile_net.py", "tests/test_answer_shapes.py"),
+        (
+            "tests/whole/test_hostile.py",
+            "tests/github/test_hostile_net.py",
+            "tests/github/test_answer_shapes.py",
+        ),
     ),
     Mutant(
         "answers: NUL bytes kept",
         "watcher/github/answers.py",
         r'_BAD_CHARS = re.compile(r"[\x00-\x08',
         r'_BAD_CHARS = re.compile(r"[\x01-\x08',
-        ("tests/test_hostile.py", "tests/test_hostile_net.py", "tests/test_answer_shapes.py"),
+        (
+            "tests/whole/test_hostile.py",
+            "tests/github/test_hostile_net.py",
+            "tests/github/test_answer_shapes.py",
+        ),
     ),
     Mutant(
         "store: a transaction never commits",
         "watcher/store/db.py",
         '        self.db.execute("COMMIT")\n',
         "        pass\n",
-        ("tests/test_store_schema.py", "tests/test_crash.py", "tests/test_survivors.py"),
+        (
+            "tests/store/test_store_schema.py",
+            "tests/loop/test_crash.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "classify: the block overlap is dropped",
         "watcher/smoke/classify.py",
         "carry = data[keep_from:]",
         'carry = b""',
-        ("tests/test_classify.py", "tests/test_classify_engines.py", "tests/test_survivors.py"),
+        (
+            "tests/smoke/test_classify.py",
+            "tests/smoke/test_classify_engines.py",
+            "tests/whole/test_survivors.py",
+        ),
     ),
     Mutant(
         "scaffold: the cron is on the hour",
         "watcher/onboard/scaffold.py",
         "offset = 7 % minutes",
         "offset = 0",
-        ("tests/test_scaffold.py", "tests/test_scaffold_injection.py"),
+        ("tests/onboard/test_scaffold.py", "tests/onboard/test_scaffold_injection.py"),
     ),
 ]
 

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from kits.smokekit import free_port  # noqa: E402
 from realengine import vllm  # noqa: E402
-from smokekit import free_port  # noqa: E402
 
 from watcher.config.model import Checks, Recipe  # noqa: E402
 from watcher.smoke.launch import RunProcesses, build_argv, engine_env, teardown  # noqa: E402

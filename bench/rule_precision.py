@@ -3,11 +3,11 @@
 Every commit of the record (tests/history: the export's commits, unchanged) that a rule reads
 (since its `since`, in its paths, as the commits API lists them, a rename's old path included)
 is run through poll.commit_matches, the very function the poller uses. The labels are those of
-tests/test_history_rules.py (each with a person's reason): relevant = its must-match commits plus
+tests/poll/test_history_rules.py (each with a person's reason): relevant = its must-match commits plus
 the relevant ones it names as misses; precision = labelled-relevant matches / matches; recall =
 labelled-relevant matches / labelled-relevant commits. Side by side: the rules of another
 watch.toml (default: the one on `main`), so a change of a rule shows what it bought. A second
-table does the same on tests/test_relevance.py's labelled subjects: the classes (off-stack
+table does the same on tests/poll/test_relevance.py's labelled subjects: the classes (off-stack
 vendors, formats and drafters; `extra_buffer`, `replayssm`, `_mtp_`, "drafted") found after the
 record ends.
 
@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "poll"))
 
 from test_history_rules import (  # noqa: E402
     FLA_MATCH,

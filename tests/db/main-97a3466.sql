@@ -1,5 +1,5 @@
 -- A database written by watcher at main 97a3466 (before the store/schema split), dumped
--- with sqlite3's iterdump. tests/test_store_schema.py opens it with today's code.
+-- with sqlite3's iterdump. tests/store/test_store_schema.py opens it with today's code.
 BEGIN TRANSACTION;
 CREATE TABLE "_sqlite_migrations" (
    "id" INTEGER PRIMARY KEY,

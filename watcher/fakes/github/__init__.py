@@ -8,7 +8,7 @@ answers conditional requests with 304, paginates with `Link` headers and can inj
 Only the standard library is used: it ships in the package and must run offline. The cut
 follows moto's: state.py/git.py (the model), shapes*.py (GitHub's JSON), routes/ (requests to
 answers, by resource), http.py and server.py (plumbing), faults.py (injected failures).
-`tests/test_fakegithub.py` validates the answers against GitHub's OpenAPI description.
+`tests/fakes/test_fakegithub.py` validates the answers against GitHub's OpenAPI description.
 """
 
 from watcher.fakes.github.faults import FAULT_MODES

@@ -1,0 +1,153 @@
+"""A fake `docker` with a `compose` subcommand, for the compose recipe tests (no docker daemon).
+
+`compose -f F -p P up -d S` reads F (YAML), starts service S's `command` DETACHED under a small
+supervisor that writes the output to a file and the exit code when it ends (like a container
+that outlives its client); `logs -f` follows that output until the "container" stops; `port`
+prints the published port from F; `down -v --remove-orphans` kills the project; `ps -a -q`
+lists it while it exists; `image inspect` prints a fixed digest. Every argv is recorded.
+FAKE_COMPOSE_UP_FAIL=1 makes `up` start the service and then fail (a half-started project).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from kits.smokekit import write_exe
+
+DIGEST = "fake/sglang@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+FAKE_COMPOSE = r'''#!{python}
+import json, os, signal, subprocess, sys, time
+import yaml
+state = os.environ["FAKE_DOCKER_STATE"]
+os.makedirs(state, exist_ok=True)
+with open(os.path.join(state, "calls.jsonl"), "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\n")
+args = sys.argv[1:]
+SUPERVISOR = """
+import subprocess, sys
+with open(sys.argv[1], "ab") as out:
+    code = subprocess.call(sys.argv[3:], stdout=out, stderr=subprocess.STDOUT)
+open(sys.argv[2], "w").write(str(code))
+"""
+
+def alive(pid):
+    try:
+        with open(f"/proc/{{pid}}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+if args[:2] == ["image", "inspect"]:
+    print(json.dumps([{digest!r}]))
+    sys.exit(0)
+if args[:1] != ["compose"]:
+    print("fake docker: unsupported " + " ".join(args), file=sys.stderr)
+    sys.exit(125)
+args = args[1:]
+file = project = None
+while args and args[0] in ("-f", "-p"):
+    if args[0] == "-f":
+        file = args[1]
+    else:
+        project = args[1]
+    args = args[2:]
+pidf = os.path.join(state, project + ".pid")
+logf = os.path.join(state, project + ".log")
+exitf = os.path.join(state, project + ".exit")
+if args[:2] == ["up", "-d"]:
+    service = args[2]
+    svc = yaml.safe_load(open(file))["services"][service]
+    cmd = list(svc["command"])
+    if cmd[0] == "python":
+        cmd[0] = sys.executable
+    print(f" Container {{project}}-{{service}}-1  Started", file=sys.stderr)
+    child = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR, logf, exitf, *cmd],
+        start_new_session=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    open(pidf, "w").write(str(child.pid))
+    if os.environ.get("FAKE_COMPOSE_UP_FAIL"):
+        print("Error response from daemon: could not select device driver \"nvidia\" with capabilities: [[gpu]]", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
+if args[:1] == ["logs"]:
+    pos = 0
+    while True:
+        data = b""
+        if os.path.exists(logf):
+            with open(logf, "rb") as f:
+                f.seek(pos)
+                data = f.read()
+        if data:
+            pos += len(data)
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+            continue
+        if not os.path.exists(pidf) or not alive(int(open(pidf).read())):
+            sys.exit(0)
+        time.sleep(0.05)
+if args[:1] == ["port"]:
+    service, target = args[1], int(args[2])
+    for spec in yaml.safe_load(open(file))["services"][service].get("ports") or []:
+        pub, _, tgt = str(spec).rpartition(":")
+        if int(tgt) == target:
+            print(f"0.0.0.0:{{pub or tgt}}")  # "ephemeral": the fake engine binds the target
+            sys.exit(0)
+    sys.exit(1)
+if args[:1] == ["down"]:
+    if os.path.exists(pidf):
+        pid = int(open(pidf).read())
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for _ in range(100):
+            if not alive(pid):
+                break
+            time.sleep(0.02)
+        os.remove(pidf)
+        print(f" Container {{project}}-1  Removed", file=sys.stderr)
+    sys.exit(0)
+if args[:1] == ["ps"]:
+    if os.path.exists(pidf):
+        print("c0ffee" + project[-6:])
+    sys.exit(0)
+print("fake docker compose: unsupported " + " ".join(args), file=sys.stderr)
+sys.exit(125)
+'''
+
+
+def fake_compose_docker(bin_dir: Path) -> Path:
+    return write_exe(bin_dir / "docker", FAKE_COMPOSE.format(python=sys.executable, digest=DIGEST))
+
+
+def calls(state: Path) -> list[list[str]]:
+    path = state / "calls.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def compose_file(path: Path, port: int, *engine_args: str, gpus: str = "count: 1") -> Path:
+    """A compose file whose service `engine` runs the fake engine on `port` (published 1:1)."""
+    argv = ["python", "-m", "watcher.fakes.engine", "--port", str(port), *engine_args]
+    text = f"""
+services:
+  engine:
+    image: fake/sglang:latest
+    command: {json.dumps(argv)}
+    ports:
+      - "{port}:{port}"
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              {gpus}
+              capabilities: [gpu]
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,336 @@
+"""Recipes from compose files: the file read for port and GPUs, the run through a fake `docker
+compose` that starts the fake engine, and the project taken down on every exit path."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kits.composekit import DIGEST, calls, compose_file, fake_compose_docker
+from kits.smokekit import REPO, alive, free_port, with_path
+
+from watcher.config.composefile import path_labels, read_service, spec_method
+from watcher.config.model import load_config
+from watcher.core.errors import ConfigError
+from watcher.smoke import compose as compose_mod
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.run import run_recipe
+from watcher.store.db import Store
+
+ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),) * 2, "nvml")
+
+
+def write_compose_config(tmp_path: Path, compose: str, *, extra: str = "", checks: str = "",
+                         hardware: str = "", startup_timeout: float = 15.0,
+                         env: str = "") -> Path:  # fmt: skip
+    state = tmp_path / "docker-state"
+    text = f"""
+[watcher]
+data_dir = "data"
+site_dir = "site"
+
+[[blocker]]
+id = "docker-gpu-b"
+title = "docker cannot see the GPU"
+signatures = ["docker-gpu"]
+
+[[recipe]]
+id = "compose-tp2"
+engine = "sglang"
+model = "/models/fake"
+compose = "{compose}"
+service = "engine"
+startup_timeout = {startup_timeout}
+stop_timeout = 2
+blockers = ["docker-gpu-b"]
+{extra}
+{hardware}
+
+[recipe.checks]
+prompt = "What is the capital of France? Answer with one word."
+expect = "Paris"
+{checks}
+
+[recipe.env]
+PYTHONPATH = "{REPO}"
+FAKE_DOCKER_STATE = "{state}"
+{env}
+"""
+    path = tmp_path / "watch.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def docker_env(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    fake_compose_docker(bin_dir)
+    with_path(monkeypatch, bin_dir)
+    state = tmp_path / "docker-state"
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+    return state
+
+
+def _engine_pids(state: Path) -> list[int]:
+    """Processes still running the fake engine for any project of this test."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"watcher.fakes.engine" in cmd and str(state).encode() in b"".join(
+                Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            ):
+                out.append(int(entry))
+    return [p for p in out if alive(p)]
+
+
+# ---------------------------------------------------------------- the file
+
+
+def test_compose_file_gives_port_and_gpu_count(tmp_path):
+    f = compose_file(tmp_path / "c.yml", 8123, gpus="count: 2")
+    svc = read_service(f, "engine")
+    assert (svc.host_port, svc.container_port, svc.gpu_count) == (8123, 8123, 2)
+    assert svc.image == "fake/sglang:latest" and svc.unknown == ()
+
+
+@pytest.mark.parametrize(
+    ("ports", "gpus", "want"),
+    [
+        ('["127.0.0.1:${PORT:-8020}:30000/tcp"]', "count: 1", (8020, 30000, 1, False)),
+        ('["30000"]', "device_ids: ['0', '1']", (None, 30000, 2, False)),
+        ("[{target: 8000, published: 8001}]", "count: all", (8001, 8000, None, True)),
+    ],
+)
+def test_compose_port_and_gpu_forms(tmp_path, ports, gpus, want):
+    f = tmp_path / "c.yml"
+    f.write_text(
+        "services:\n  engine:\n    image: vllm/vllm-openai:v0.24.0\n"
+        f"    ports: {ports}\n    deploy:\n      resources:\n        reservations:\n"
+        f"          devices:\n            - driver: nvidia\n              {gpus}\n"
+        "              capabilities: [gpu]\n"
+    )
+    svc = read_service(f, "engine", environ={})
+    assert (svc.host_port, svc.container_port, svc.gpu_count, svc.gpus_all) == want
+    if want[0] is None:
+        assert any("docker compose port" in u for u in svc.unknown)
+    if want[3]:
+        assert any("all GPUs" in u for u in svc.unknown)
+
+
+def test_compose_file_errors_name_the_problem(tmp_path):
+    f = compose_file(tmp_path / "c.yml", 8123)
+    with pytest.raises(ConfigError, match=r"has no service 'sglang' \(it has: engine\)"):
+        read_service(f, "sglang")
+    (tmp_path / "bad.yml").write_text("services: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        read_service(tmp_path / "bad.yml", "engine")
+    with pytest.raises(ConfigError, match="cannot read compose file"):
+        read_service(tmp_path / "gone.yml", "engine")
+
+
+def test_path_layout_labels():
+    p = Path("models/qwen3.6-27b/sglang/compose/dual/autoround-int4/eagle3-experimental.yml")
+    assert path_labels(p) == {
+        "model": "qwen3.6-27b",
+        "engine_dir": "sglang",
+        "topology": "dual",
+        "quant": "autoround-int4",
+        "variant": "eagle3-experimental",
+    }
+    assert spec_method("eagle3-experimental") == "eagle3"
+    assert spec_method("mtp_n3") == "mtp"
+    assert spec_method("baseline") == ""
+
+
+def test_config_reads_the_compose_for_port_and_gpus(tmp_path):
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, gpus="count: 2")
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    r = cfg.recipes[0]
+    assert (r.compose, r.service, r.host_port, r.port) == ("models/c.yml", "engine", port, port)
+    assert r.hardware.gpu_count == 2  # from the device reservation
+    assert r.command[:3] == ("docker", "compose", "-f")  # what the page shows a reader
+    # the recipe's own [recipe.hardware] wins over the file
+    hw = '[recipe.hardware]\ngpu_name = "RTX 3090"\ngpu_count = 1'
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml", hardware=hw))
+    assert cfg.recipes[0].hardware.gpu_count == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "compose", "message"),
+    [
+        ('command = ["x"]', "models/c.yml", "either `command` or `compose`"),
+        ("", "models/nope.yml", "key 'compose': cannot read compose file"),
+    ],
+)
+def test_config_compose_errors(tmp_path, extra, compose, message):
+    compose_file(tmp_path / "models" / "c.yml", free_port())
+    with pytest.raises(ConfigError, match=message):
+        load_config(write_compose_config(tmp_path, compose, extra=extra))
+
+
+# ---------------------------------------------------------------- runs
+
+
+def _run(tmp_path, *engine_args, checks="", reading=ON_TARGET, gpus="count: 2", **kw):
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, *engine_args, gpus=gpus)
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml", checks=checks, **kw))
+    return cfg, run_recipe(cfg, cfg.recipes[0], reading=reading)
+
+
+def _project(doc) -> str:
+    return compose_mod.project_name(doc["run_id"])
+
+
+def _assert_taken_down(state: Path, doc) -> None:
+    project = _project(doc)
+    argvs = calls(state)
+    assert ["compose", "-p", project, "down", "-v", "--remove-orphans"] in argvs
+    assert argvs[-1] == ["compose", "-p", project, "ps", "-a", "-q"]  # the leftover check
+    assert not (state / f"{project}.pid").exists()
+    assert _engine_pids(state) == []
+    assert doc["teardown"]["leftovers"] == []
+
+
+def test_compose_recipe_passes_and_is_taken_down(tmp_path, docker_env):
+    cfg, doc = _run(tmp_path, "--ready-delay", "0.3", "--version", "0.5.9")
+    assert doc["outcome"] == "passed", doc["reason"]
+    project = _project(doc)
+    compose = str(tmp_path / "models" / "c.yml")
+    argvs = calls(docker_env)
+    assert argvs[0] == ["compose", "-f", compose, "-p", project, "up", "-d", "engine"]
+    assert ["compose", "-f", compose, "-p", project, "logs", "-f", "--no-color", "engine"] in argvs
+    _assert_taken_down(docker_env, doc)
+    assert doc["engine_version"] == "0.5.9"
+    assert doc["image"] == {"ref": "fake/sglang:latest", "digest": DIGEST}
+    assert doc["launch"]["compose_project"] == project
+    log_text = Path(doc["log_path"]).read_text()
+    assert "The server is fired up" in log_text  # `logs -f` streamed into the smoke log
+    assert "docker compose -f" in log_text.splitlines()[1]
+
+
+def test_an_ephemeral_port_is_asked_of_docker_compose_port(tmp_path, docker_env):
+    port = free_port()
+    f = compose_file(tmp_path / "models" / "c.yml", port, "--ready-delay", "0.2")
+    f.write_text(f.read_text().replace(f'"{port}:{port}"', f'"{port}"'))
+    extra = f"port = {port}"
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml", extra=extra))
+    assert cfg.recipes[0].host_port is None
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert ["compose", "-f", str(f), "-p", _project(doc), "port", "engine", str(port)] in calls(
+        docker_env
+    )
+    assert doc["launch"]["port"] == port
+
+
+def test_failed_up_is_still_taken_down_and_classified(tmp_path, docker_env):
+    cfg, doc = _run(tmp_path, "--mode", "hang", env='FAKE_COMPOSE_UP_FAIL = "1"')
+    assert doc["outcome"] == "failed"
+    assert "`docker compose up -d engine` exited with code 1" in doc["reason"]
+    assert doc["signature"] == "docker-gpu"
+    assert doc["blockers_reproduced"] == ["docker-gpu-b"]
+    _assert_taken_down(docker_env, doc)  # the half-started project is gone too
+
+
+def test_crashed_service_is_taken_down(tmp_path, docker_env):
+    cfg, doc = _run(tmp_path, "--mode", "crash", "--log-text", "boom: cuda error")
+    assert doc["outcome"] == "failed"
+    assert doc["reason"].startswith("its container stopped before becoming ready"), doc["reason"]
+    assert "boom: cuda error" in Path(doc["log_path"]).read_text()
+    _assert_taken_down(docker_env, doc)
+
+
+def test_hung_service_times_out_and_is_taken_down(tmp_path, docker_env):
+    cfg, doc = _run(tmp_path, "--mode", "hang", startup_timeout=1.5)
+    assert doc["outcome"] == "timeout"
+    _assert_taken_down(docker_env, doc)
+
+
+def test_runner_error_still_takes_the_project_down(tmp_path, docker_env, monkeypatch):
+    def broken(*a, **kw):
+        raise RuntimeError("probe exploded")
+
+    monkeypatch.setattr(compose_mod, "probe", broken)
+    cfg, doc = _run(tmp_path, "--ready-delay", "0.2")
+    assert doc["outcome"] == "error"
+    assert "runner error: RuntimeError: probe exploded" in doc["reason"]
+    _assert_taken_down(docker_env, doc)
+
+
+def test_sigterm_to_watcher_takes_the_project_down(tmp_path, docker_env):
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, "--mode", "hang")
+    cfg_path = write_compose_config(tmp_path, "models/c.yml", startup_timeout=120)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "compose-tp2", "--config", str(cfg_path)]
+        + ["--any-hardware", "--run-id", "r-term"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    project = compose_mod.project_name("r-term")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(c[-3:-1] == ["-f", "--no-color"] or
+                                                   "logs" in c for c in calls(docker_env)):  # fmt: skip
+        time.sleep(0.05)
+    assert _engine_pids(docker_env), "the fake engine never started"
+    watcher.send_signal(signal.SIGTERM)
+    watcher.wait(timeout=30)
+    assert ["compose", "-p", project, "down", "-v", "--remove-orphans"] in calls(docker_env)
+    assert not (docker_env / f"{project}.pid").exists()
+    assert _engine_pids(docker_env) == []
+    store = Store(load_config(cfg_path).db_path)
+    try:
+        runs = store.smoke_runs()
+    finally:
+        store.close()
+    assert runs and runs[0]["run_id"] == "r-term"
+
+
+def test_the_next_start_takes_down_a_project_a_killed_watcher_left(tmp_path, docker_env):
+    from watcher.smoke.run import recover_interrupted
+
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, "--mode", "hang")
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    project = compose_mod.project_name("r-dead")
+    # the project a dead watcher started, and the `started` row it left behind
+    started = subprocess.run(
+        ["docker", "compose", "-f", str(tmp_path / "models" / "c.yml"), "-p", project]
+        + ["up", "-d", "engine"],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        check=True,
+    )
+    assert started.returncode == 0 and (docker_env / f"{project}.pid").exists()
+    store = Store(cfg.db_path)
+    try:
+        store.add_smoke_run(
+            {
+                "run_id": "r-dead",
+                "recipe": "compose-tp2",
+                "outcome": "started",
+                "hardware": {"gpus": [], "matches_target": False},
+                "started_at": "2026-12-01T10:00:00Z",
+                "launch": {"container": None, "pid": None, "compose_project": project},
+                "watcher": {"pid": 1, "host": os.uname().nodename, "start": "no-such-start"},
+            }
+        )
+        (run,) = recover_interrupted(cfg, store)
+    finally:
+        store.close()
+    assert run["outcome"] == "interrupted"
+    assert f"compose project {project} taken down" in run["reason"]
+    assert ["compose", "-p", project, "down", "-v", "--remove-orphans"] in calls(docker_env)
+    assert not (docker_env / f"{project}.pid").exists()
