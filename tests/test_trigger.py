@@ -18,7 +18,8 @@ from smokekit import (
 )
 
 from watcher.cli import cli
-from watcher.config.model import load_config, parse_config, recipe_digest
+from watcher.config.load import load_config, parse_config
+from watcher.config.model import recipe_digest
 from watcher.core.clock import iso
 from watcher.github.client import GitHubClient
 from watcher.judge.evaluate import evaluate
