@@ -218,4 +218,5 @@ def default_config_text() -> str:
     packaged = resources.files("watcher") / "default_watch.toml"
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
-    return (Path(__file__).resolve().parent.parent / "watch.toml").read_text(encoding="utf-8")
+    checkout = Path(__file__).resolve().parents[2]  # watcher/config/load.py -> the checkout
+    return (checkout / "watch.toml").read_text(encoding="utf-8")
