@@ -74,7 +74,7 @@ def package_templates() -> Path:
     packaged = resources.files("watcher") / "templates"
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "templates"
+    return Path(__file__).resolve().parents[2] / "templates"  # watcher/publish/page.py -> checkout
 
 
 def plain_text(text: Any, limit: int = 300) -> str:
