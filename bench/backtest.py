@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.config.model import load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
 from watcher.fakes.replay import ReplayGitHub  # noqa: E402
 from watcher.github.client import GitHubClient  # noqa: E402
 from watcher.poll.backtest import ANSWER_CACHE, run_backtest  # noqa: E402

@@ -35,7 +35,7 @@ from kits.bisectkit import seed_releases, write_config  # noqa: E402
 from kits.smokekit import RTX3090, fake_docker, fake_nvidia_smi  # noqa: E402
 
 from watcher.bisect import search as bs  # noqa: E402
-from watcher.config.model import load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
 from watcher.store.db import Store  # noqa: E402
 

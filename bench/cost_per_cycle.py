@@ -33,7 +33,7 @@ from watcher.fakes.github import FakeGitHub  # noqa: E402
 WORKER = r"""
 import json, sys
 from pathlib import Path
-from watcher.config.model import parse_config
+from watcher.config.load import parse_config
 from watcher.loop.cycle import run_cycle
 from watcher.github.client import GitHubClient
 try:

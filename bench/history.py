@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from watcher.config.model import load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
 from watcher.core.clock import iso  # noqa: E402
 from watcher.loop.cycle import run_cycle  # noqa: E402
 from watcher.store.db import Store  # noqa: E402

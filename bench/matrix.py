@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.config.model import load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
 from watcher.core.clock import iso
 from watcher.judge.evaluate import evaluate  # noqa: E402
 from watcher.publish.context import page_sources  # noqa: E402

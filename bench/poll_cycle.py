@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from watcher.config.model import parse_config  # noqa: E402
+from watcher.config.load import parse_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
 from watcher.github.client import GitHubClient  # noqa: E402
 from watcher.loop.cycle import run_cycle  # noqa: E402

@@ -41,7 +41,8 @@ from test_relevance import (  # noqa: E402
     GDN_MUST_NOT,
 )
 
-from watcher.config.model import Item, load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
+from watcher.config.model import Item  # noqa: E402
 from watcher.fakes.history import default_history, parse_time  # noqa: E402
 from watcher.poll import poller as poll  # noqa: E402
 

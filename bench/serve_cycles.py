@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from watcher.config.model import load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
 from watcher.fakes.github import FakeGitHub  # noqa: E402
 from watcher.fakes.scenarios import load, real_threads  # noqa: E402
 from watcher.loop.lock import cycle_lock  # noqa: E402

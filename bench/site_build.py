@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from history import seeded_copy  # noqa: E402
 
-from watcher.config.model import load_config  # noqa: E402
+from watcher.config.load import load_config  # noqa: E402
 from watcher.publish.site import build_site  # noqa: E402
 
 

@@ -98,7 +98,7 @@ def startup(repeat: int) -> None:
 def templates(repeat: int) -> None:
     import jinja2
 
-    from watcher.config.model import load_config
+    from watcher.config.load import load_config
     from watcher.publish import page as render
 
     cfg = load_config(ROOT / "watch.toml")
@@ -128,7 +128,8 @@ def templates(repeat: int) -> None:
 
 
 def lookups(repeat: int) -> None:
-    from watcher.config.model import _by_id, parse_config
+    from watcher.config.load import parse_config
+    from watcher.config.model import by_id
 
     n = 1000
     text = "".join(
@@ -141,7 +142,7 @@ def lookups(repeat: int) -> None:
     for _ in range(repeat):
         t = time.perf_counter()
         for i in ids[:100]:
-            _by_id(cfg.items)[i]
+            by_id(cfg.items)[i]
         before.append((time.perf_counter() - t) / 100)
         t = time.perf_counter()
         for i in ids:

@@ -18,7 +18,8 @@ from pathlib import Path
 import click
 
 from watcher import __version__
-from watcher.config.model import Config, default_config_text, load_config
+from watcher.config.load import default_config_text, load_config
+from watcher.config.model import Config
 from watcher.core.errors import ConfigError, WatcherError
 from watcher.core.text import drop_unsafe
 
@@ -1017,7 +1018,7 @@ def db_changed(old: str, new: str, every: str | None) -> None:
 
     Example: watcher db-changed --every 6h committed.db data/watcher.db
     """
-    from watcher.config.model import parse_duration
+    from watcher.config.reader import parse_duration
     from watcher.onboard.dbchanged import decide
 
     try:

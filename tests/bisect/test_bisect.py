@@ -12,7 +12,8 @@ from kits.smokekit import REPO
 
 from watcher.bisect.search import budget_for, recipe_for
 from watcher.cli import cli
-from watcher.config.model import load_config, recipe_digest
+from watcher.config.load import load_config
+from watcher.config.model import recipe_digest
 from watcher.core.errors import WatcherError
 from watcher.store.db import Store
 

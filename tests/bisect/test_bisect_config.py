@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from watcher.bisect.search import DECODE_CHECK, budget_for, failure_key, judge, next_index
-from watcher.config.model import parse_config
+from watcher.config.load import parse_config
 from watcher.core.errors import ConfigError
 
 RECIPE = """

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import load_config, parse_config, parse_duration
+from watcher.config.load import load_config, parse_config
+from watcher.config.reader import parse_duration
 from watcher.core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import watcher.onboard.demo as demo
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.scenarios import load, real_threads
 from watcher.github.answers import BadAnswer, check, spec_for

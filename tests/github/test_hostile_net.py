@@ -13,7 +13,8 @@ import pytest
 from kits.hostile_github import HostileServer
 from kits.triggerkit import gha_cfg, remote_doc
 
-from watcher.config.model import Item, parse_config
+from watcher.config.load import parse_config
+from watcher.config.model import Item
 from watcher.core.errors import GitHubError
 from watcher.github.client import GitHubClient, public_url, same_origin
 from watcher.loop.cycle import run_cycle

@@ -124,7 +124,7 @@ def test_the_answer_cache_is_bounded_and_keeps_errors_that_cannot_change(fake_gi
 def test_serve_waits_as_long_as_github_asks(tmp_path):
     from apscheduler.schedulers.background import BackgroundScheduler  # noqa: F401
 
-    from watcher.config.model import parse_config
+    from watcher.config.load import parse_config
     from watcher.loop.schedule import Service
 
     path = tmp_path / "watch.toml"
@@ -148,7 +148,7 @@ def test_serve_waits_as_long_as_github_asks(tmp_path):
 def test_compiled_templates_are_kept_in_the_data_folder_and_a_changed_one_is_recompiled(
     tmp_path,
 ):
-    from watcher.config.model import parse_config
+    from watcher.config.load import parse_config
     from watcher.publish import page as render
 
     (tmp_path / "templates").mkdir()
@@ -182,7 +182,7 @@ def test_compiled_templates_are_kept_in_the_data_folder_and_a_changed_one_is_rec
 
 
 def test_a_read_only_data_folder_renders_without_a_cache(tmp_path):
-    from watcher.config.model import parse_config
+    from watcher.config.load import parse_config
     from watcher.publish import page as render
 
     path = tmp_path / "watch.toml"

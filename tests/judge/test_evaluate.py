@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kits.smokekit import clearing_comparison
 
-from watcher.config.model import load_config, parse_config
+from watcher.config.load import load_config, parse_config
 from watcher.judge.evaluate import evaluate, transitions
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from kits.smokekit import REPO, free_port
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
 from watcher.judge.compare import BELOW, CLEARS, INSUFFICIENT, compare
 from watcher.judge.evaluate import evaluate

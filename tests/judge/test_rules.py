@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import Item, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Item
 from watcher.core.errors import ConfigError
 from watcher.judge.evaluate import evaluate
 from watcher.judge.states import item_satisfied

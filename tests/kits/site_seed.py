@@ -9,7 +9,8 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from watcher.config.model import Config, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Config
 from watcher.core.clock import iso
 from watcher.loop.cycle import run_cycle
 from watcher.store.db import Store

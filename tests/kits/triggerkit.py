@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kits.smokekit import REPO, free_port
-from watcher.config.model import load_config, recipe_digest
+from watcher.config.load import load_config
+from watcher.config.model import recipe_digest
 from watcher.core.clock import iso
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import parse_config
+from watcher.config.load import parse_config
 from watcher.fakes.github import FakeGitHub
 from watcher.loop.cycle import run_cycle
 from watcher.store.db import Store

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import LockBusy, WatcherError
 from watcher.fakes.github import FakeGitHub
 from watcher.loop import schedule

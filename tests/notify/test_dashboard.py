@@ -12,7 +12,7 @@ import httpx
 import pytest
 from test_notify import BOT, CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, ours
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.github.comments import Comment
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import Ask, command_ask, judge_ask, status_marker, ticked_asks
@@ -156,7 +156,7 @@ def test_asks_are_parsed_and_judged_purely():
     assert command_ask(Comment(9, "bob", "I said /watcher recheck")) is None
     from pathlib import Path
 
-    from watcher.config.model import parse_config
+    from watcher.config.load import parse_config
 
     cfg = parse_config(CONFIG, Path("watch.toml"))
     assert judge_ask(cfg, Ask("run-smoke", "r1", None), None) is None

@@ -20,7 +20,7 @@ from test_notify import (  # noqa: F401 (fixtures)
     ours,
 )
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.github.comments import MAX_COMMENT_PAGES, CommentError, GithubComments
 from watcher.notify.plan import status_marker
 

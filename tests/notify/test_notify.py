@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.clock import parse_iso
 from watcher.github.comments import Pacer
 from watcher.judge.evaluate import evaluate

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from test_notify import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import status_marker
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.github.comments import Comment
 from watcher.judge.evaluate import evaluate
 from watcher.notify.plan import (

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 
 VLLM = """
 services:

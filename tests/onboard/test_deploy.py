@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import LockBusy
 from watcher.fakes.github import FakeGitHub
 from watcher.onboard import dbchanged as db_changed

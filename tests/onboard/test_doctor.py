@@ -251,7 +251,7 @@ def test_docker_permission_denied_points_at_the_docker_group(gpu_host):
 
 def test_the_workflow_must_grant_what_the_config_uses(tmp_path, fake_github):
     """A config switched to comments after `init --github` needs `issues: write` in watch.yml."""
-    from watcher.config.model import load_config
+    from watcher.config.load import load_config
     from watcher.onboard.scaffold import watch_workflow
 
     path = config(tmp_path, fake_github.url)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.onboard.doctor import quantization_checks, recipe_quantization
 
 RECIPE = """

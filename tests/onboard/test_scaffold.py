@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from watcher import __version__
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.onboard.scaffold import cron_for, smoke_workflow, watch_workflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,7 +172,7 @@ def test_this_repositorys_workflows_are_the_rendered_templates_and_lint_clean():
     """Watcher's own workflows are the templates with `pip install .`: one source for both.
 
     After changing templates/github/ (or the version), regenerate them from the repository root:
-    python -c 'from pathlib import Path; from watcher.onboard import scaffold as s; from watcher.config.model
+    python -c 'from pathlib import Path; from watcher.onboard import scaffold as s; from watcher.config.load
     import load_config as l; c = l("watch.toml"); r = Path(".");
     Path(".github/workflows/watch.yml").write_text(s.watch_workflow(c, r, install="."));
     Path(".github/workflows/smoke.yml").write_text(s.smoke_workflow(c, r, install="."))'

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from test_scaffold import lint
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import WatcherError
 from watcher.onboard.scaffold import smoke_workflow, watch_workflow
 

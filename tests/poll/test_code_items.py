@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import Item, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Item
 from watcher.core.errors import GitHubError
 from watcher.fakes.github import FakeGitHub
 from watcher.github.client import GitHubClient

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.github.client import GitHubClient
 from watcher.poll.poller import read_code_item

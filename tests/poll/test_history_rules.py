@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import Item, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Item
 from watcher.fakes.replay import ReplayGitHub
 from watcher.github.client import GitHubClient
 from watcher.poll import heads

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import parse_config
+from watcher.config.load import parse_config
 from watcher.fakes.github import FakeGitHub
 from watcher.github.client import GitHubClient
 from watcher.loop.cycle import run_cycle
@@ -163,7 +163,7 @@ def test_commit_filter_false_positives_from_design(gh):
         date="2026-03-05T00:00:00Z",
         files=["fla/layers/gated_deltanet.py"],
     )
-    from watcher.config.model import load_config
+    from watcher.config.load import load_config
 
     cfg = load_config(Path(__file__).resolve().parents[2] / "watch.toml")
     stream = cfg.item("fla-rollback")

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from test_code_items import cycle, item_doc, write_config
 
-from watcher.config.model import Item, load_config, parse_config
+from watcher.config.load import load_config, parse_config
+from watcher.config.model import Item
 from watcher.core.errors import ConfigError
 from watcher.fakes.github import FakeGitHub
 from watcher.poll import relevance

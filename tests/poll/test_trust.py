@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from test_code_items import cycle, item_doc, write_config
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.judge.evaluate import evaluate
 from watcher.smoke.trigger import due_recipes

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from watcher.config.model import load_config, parse_config
+from watcher.config.load import load_config, parse_config
 from watcher.publish.page import environment, package_templates
 
 REPO = Path(__file__).resolve().parents[2]

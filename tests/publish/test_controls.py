@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.scenarios import load, real_threads
 from watcher.loop.cycle import run_cycle

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.clock import iso
 from watcher.publish.context import page_sources
 from watcher.publish.matrix import build_matrix, cell_summary, run_rig

@@ -250,7 +250,7 @@ def test_explain_has_the_details_the_page_leaves_out(seeded):
 
 
 def test_the_page_links_to_the_site_and_the_tracking_issue_when_configured(tmp_path):
-    from watcher.config.model import load_config
+    from watcher.config.load import load_config
 
     cfg = make_config(tmp_path)
     text = cfg.path.read_text() + '\n[site]\nurl = "https://club-3090.github.io/watch/"\n'
@@ -315,7 +315,7 @@ def _drop_tables(text: str, kind: str, ids: set[str]) -> str:
 def test_the_page_is_not_much_longer_than_the_hand_kept_one_for_the_same_content(tmp_path):
     """The hand-kept page covered two blockers, one optional watch and one recipe: the same
     content through the default list stays within 1.3x its words."""
-    from watcher.config.model import load_config
+    from watcher.config.load import load_config
 
     text = (REPO / "watch.toml").read_text()
     extra = {"eagle3-layer-capture", "offloader-tied-weights"}  # not on the hand-kept page

@@ -114,7 +114,7 @@ def test_wheel_ships_templates_and_default_config(tmp_path):
     work.mkdir()
     env = dict(os.environ, PYTHONPATH=str(target))
     code = (
-        "import watcher.publish.page as r, watcher.config.model as c; "
+        "import watcher.publish.page as r, watcher.config.load as c; "
         "print(r.package_templates()); print(len(c.default_config_text())); "
         "from watcher.fakes.github import FakeGitHub; from watcher.fakes.scenarios import load; "
         "gh = FakeGitHub(); load(gh, 'real_threads'); gh.stop(); print(sorted(gh._repos))"

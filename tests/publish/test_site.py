@@ -376,7 +376,7 @@ def test_a_malformed_smoke_run_document_does_not_break_the_site(tmp_path):
 
 
 def _with_site_table(cfg, table: str):
-    from watcher.config.model import load_config
+    from watcher.config.load import load_config
 
     cfg.path.write_text(cfg.path.read_text() + "\n" + table)
     return load_config(cfg.path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kits.smokekit import engine_command, write_config
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
 from watcher.publish.matrix import build_matrix, cell_summary
 from watcher.smoke.checks import find_loop

@@ -16,8 +16,7 @@ import sys
 import pytest
 from test_classify import FAMILIES, MARLIN
 
-from watcher.config.model import Signature
-from watcher.config.signatures import BUILTIN, all_signatures
+from watcher.config.signatures import BUILTIN, Signature, all_signatures
 from watcher.core.patterns import (
     ANYTHING,
     ENGINES,

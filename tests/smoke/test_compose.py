@@ -15,7 +15,7 @@ from kits.composekit import DIGEST, calls, compose_file, fake_compose_docker
 from kits.smokekit import REPO, alive, free_port, with_path
 
 from watcher.config.composefile import path_labels, read_service, spec_method
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
 from watcher.smoke import compose as compose_mod
 from watcher.smoke.hardware import Gpu, GpuReading

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kits.smokekit import engine_command, write_config
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.config.signatures import all_signatures
 from watcher.smoke.classify import Classifier, describe
 from watcher.smoke.hardware import Gpu, GpuReading

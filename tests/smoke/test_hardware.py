@@ -7,7 +7,8 @@ from click.testing import CliRunner
 from kits.smokekit import A10, RTX3090, engine_command, fake_nvidia_smi, with_path, write_config
 
 from watcher.cli import cli
-from watcher.config.model import Hardware, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Hardware
 from watcher.smoke.hardware import (
     Gpu,
     GpuReading,

@@ -18,7 +18,7 @@ import pytest
 from kits.smokekit import REPO, RTX3090, fake_nvidia_smi, free_port
 from realengine import vllm
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.judge.evaluate import evaluate
 from watcher.smoke.hardware import Gpu, GpuReading
 from watcher.smoke.run import run_recipe

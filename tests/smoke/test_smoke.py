@@ -26,7 +26,7 @@ from kits.smokekit import (
 from test_classify import FAMILIES, MARLIN
 
 from watcher.cli import cli
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
 from watcher.loop.schedule import locked_cycle
 from watcher.smoke import log as smokelog

@@ -16,7 +16,7 @@ from kits.smokekit import (
 from kits.triggerkit import NOW, config_text, gha_cfg, make_cfg, remote_doc
 
 from watcher.cli import cli
-from watcher.config.model import load_config, parse_config
+from watcher.config.load import load_config, parse_config
 from watcher.core.clock import iso
 from watcher.github.client import GitHubClient
 from watcher.judge.evaluate import evaluate

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kits.smokekit import engine_command, write_config
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.store.db import Store
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from watcher.config.model import load_config
+from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.fakes.scenarios import load, real_threads
 from watcher.github.client import GitHubClient

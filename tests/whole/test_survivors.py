@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from test_evaluate import rows, run
 
-from watcher.config.model import Hardware, Item, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Hardware, Item
 from watcher.core.errors import GitHubError
 from watcher.core.redact import redact
 from watcher.fakes.github import FakeGitHub

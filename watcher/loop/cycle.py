@@ -1,4 +1,5 @@
-"""One cycle: poll every item, store what changed, evaluate, render, (later: smoke, notify).
+"""One cycle: poll every item, store what changed, judge it, run the smoke tests and bisect steps
+that are due, publish the pages, post the comments, build the site.
 
 `check-now` runs it once; `serve` runs it on a schedule. GitHub trouble never fails a cycle: the
 items it could not read keep their last known state, marked stale, and the page is still rendered.
@@ -377,6 +378,27 @@ def _dry_run(cfg: Config, **kw) -> CycleReport:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@dataclass
+class _Run:
+    """One cycle as it passes through the stages: what each stage hands the next, and how far a
+    Ctrl-C got (`stage`, `poller`: see _interrupted_line)."""
+
+    cfg: Config
+    store: Store
+    now: datetime
+    at: str
+    offline: bool
+    started: float
+    client: GitHubClient | None  # the caller's, or the one this cycle opened (`own_client`)
+    report: CycleReport = field(init=False)
+    recheck: bool = False
+    own_client: GitHubClient | None = None
+    observations: dict[str, Observation] = field(default_factory=dict)
+    ev: Evaluation | None = None
+    stage: str = "start"
+    poller: Poller | None = None
+
+
 def _cycle(
     cfg: Config,
     store: Store,
@@ -390,175 +412,230 @@ def _cycle(
 ) -> CycleReport:
     started = time.monotonic()
     now = now or utcnow()
-    at = iso(now)
-    mode = "offline" if offline else "poll"
-    stage, poller = "start", None  # how far a Ctrl-C got: see _interrupted_line
+    run = _Run(cfg, store, now, iso(now), offline, started, client)
     try:
-        # Asked for on the tracking issue (notify's dashboard): snoozes, and a fresh re-read.
-        cfg = with_snoozes(cfg, json.loads(store.notify_get("snoozes") or "{}"), now.date())
-        recheck = not offline and bool(store.notify_get("recheck"))
-        cycle_id = store.start_cycle(at, mode)
-        report = CycleReport(cycle_id=cycle_id, mode=mode, items=len(cfg.items))
-        observations: dict[str, Observation] = {}
-        own_client = None
-        if not offline and cfg.items:
-            if client is None:
-                from watcher.github.client import GitHubClient
-
-                own_client = client = GitHubClient(
-                    cfg.settings.github_api_url,
-                    etags={} if recheck else store.etags(),
-                    timeout=cfg.settings.timeout,
-                    max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
-                    user_agent=cfg.settings.user_agent,
-                )
-            elif not recheck:
-                client.etags.update(store.etags())
-            # past this deadline nothing more is asked: the items not yet read go stale
-            client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
-            try:
-                settings = cfg.settings
-                poller = Poller(
-                    client, settings.concurrency, settings.full_read_every, settings.interval
-                )
-                stage = "poll"
-                observations = poller.poll_all(list(cfg.items))
-            finally:
-                client.cycle_deadline = None
-                report.stats = client.stats.as_dict()
-                if own_client:
-                    own_client.close()
-            report.item_errors = {i: o.error for i, o in observations.items() if o.error}
-            if observations and len(report.item_errors) == len(observations):
-                first = next(iter(report.item_errors.values()))
-                known = [r["checked_at"] for r in store.items().values() if r.get("checked_at")]
-                shown = (
-                    f"the last known state (read {max(known)}) is shown, marked stale."
-                    if known
-                    else "nothing has been read yet, so the page lists the watch list and the "
-                    "recipes without live facts."
-                )
-                report.offline_note = (
-                    f"GitHub could not be read on the check at {at} ({first}); {shown}"
-                )
-                report.token_rejected = token_rejected(list(report.item_errors.values()))
-        elif offline:
-            report.offline_note = "Rendered offline from the stored state; GitHub was not asked."
-        stage = "save"
-        with store.transaction():
-            if observations:
-                report.changes, item_events = apply_observations(
-                    cfg, store, cycle_id, observations, at
-                )
-                report.events.extend(item_events)
-                store.put_etags(client.etag_updates)
-            if recheck and observations:
-                store.notify_set("recheck", None)
-            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
-            quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
-            report.events.extend(record_transitions(store, cycle_id, ev, at, snoozed=quiet))
-        stage = "saved"
+        _begin(run)
+        _poll(run)
+        _save(run)  # store and judge, in one transaction
         # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
         # readers and `watcher smoke` are never locked out; each result is stored as it lands.
         if write and not no_smoke and not offline:
-            ev = _smoke_hook(cfg, store, ev, report, now, at, None if own_client else client)
-        with store.transaction():
-            attempt = _last_attempt(store, report, at, bool(cfg.items))
-            report.pages = render_pages(
-                cfg, store, ev, at, report.offline_note, write=write, attempt=attempt
-            )
-            doc = status_document(
-                cfg,
-                store.items(),
-                ev,
-                _cycle_row(store, cycle_id, report, started),
-                store.smoke_runs(limit=20),
-                at,
-                attempt=attempt,
-                triggers=store.triggers(),
-            )
-            report.status = doc
-            report.duration_s = round(time.monotonic() - started, 3)
-            s = report.stats
-            store.finish_cycle(
-                cycle_id,
-                finished_at=iso(utcnow()),
-                items=report.items,
-                changes=report.changes,
-                requests=s.get("requests", 0),
-                not_modified=s.get("not_modified", 0),
-                errors=len(report.item_errors),
-                duration_s=report.duration_s,
-                rate_limit=s.get("rate_limit"),
-                rate_remaining=s.get("rate_remaining"),
-                rate_reset=s.get("rate_reset"),
-                error="; ".join(f"{k}: {v}" for k, v in sorted(report.item_errors.items()))[:2000]
-                or None,
-            )
-        if write and not offline and cfg.notify.enabled:
-            # GitHub comments: after the cycle's data is committed, in their own transactions;
-            # run_notify never raises, so a failed comment never fails the cycle.
-            result = run_notify(cfg, store, ev, now=now, **(notify_kw or {}))
-            report.notify = result.as_dict()
-        report.status["notify"] = notify_status(cfg, store)
+            _smoke_triggers(run)
+            _bisect_step(run)
+        _publish(run, write)
+        if write and not offline and run.cfg.notify.enabled:
+            _notify(run, notify_kw)
+        run.report.status["notify"] = notify_status(run.cfg, store)
         if write:
-            # After the commit (readers never wait on it) and after the comments, so the site
-            # shows this cycle's comment failures. It writes status.json too, swapped in at once.
-            report.site_error = _build_site(cfg, store, ev, report.status, report, now)
-        return report
+            _site(run)
+        return run.report
     except KeyboardInterrupt as e:
         if isinstance(e, CycleInterrupted):
             raise
-        read = poller.finished if poller else 0
-        raise CycleInterrupted(_interrupted_line(stage, read, len(cfg.items))) from e
+        read = run.poller.finished if run.poller else 0
+        raise CycleInterrupted(_interrupted_line(run.stage, read, len(run.cfg.items))) from e
     finally:
         store.close()
 
 
-def _build_site(
-    cfg: Config, store: Store, ev: Evaluation, doc: dict, report: CycleReport, now: datetime
-) -> str | None:
-    """Build the status site; a failure keeps the previous site and never loses the cycle's data."""
-    try:
-        build_site(
-            cfg,
-            store=store,
-            ev=ev,
-            status_doc=doc,
-            now=now,
+def _begin(run: _Run) -> None:
+    """What was asked for on the tracking issue (notify's dashboard): snoozes, and a fresh
+    re-read; then the cycle's row."""
+    store = run.store
+    run.cfg = with_snoozes(run.cfg, json.loads(store.notify_get("snoozes") or "{}"), run.now.date())
+    run.recheck = not run.offline and bool(store.notify_get("recheck"))
+    mode = "offline" if run.offline else "poll"
+    cycle_id = store.start_cycle(run.at, mode)
+    run.report = CycleReport(cycle_id=cycle_id, mode=mode, items=len(run.cfg.items))
+
+
+def _poll(run: _Run) -> None:
+    """Read GitHub, unless the cycle is offline (the page says so) or watches no item."""
+    if run.offline:
+        run.report.offline_note = "Rendered offline from the stored state; GitHub was not asked."
+    elif run.cfg.items:
+        _read_items(run)
+
+
+def _read_items(run: _Run) -> None:
+    """Read every item from GitHub, within the cycle's deadline; say so when every read failed."""
+    cfg, store, report = run.cfg, run.store, run.report
+    client = run.client
+    if client is None:
+        from watcher.github.client import GitHubClient
+
+        run.own_client = client = run.client = GitHubClient(
+            cfg.settings.github_api_url,
+            etags={} if run.recheck else store.etags(),
+            timeout=cfg.settings.timeout,
+            max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
+            user_agent=cfg.settings.user_agent,
         )
-    except Exception as e:  # noqa: BLE001 - one bad stage never stops the cycle
-        log.error("status site not rebuilt (the previous one stays): %s", e, exc_info=True)
-        return f"{type(e).__name__}: {e}"
-    return None
+    elif not run.recheck:
+        client.etags.update(store.etags())
+    # past this deadline nothing more is asked: the items not yet read go stale
+    client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
+    try:
+        settings = cfg.settings
+        run.poller = Poller(
+            client, settings.concurrency, settings.full_read_every, settings.interval
+        )
+        run.stage = "poll"
+        run.observations = run.poller.poll_all(list(cfg.items))
+    finally:
+        client.cycle_deadline = None
+        report.stats = client.stats.as_dict()
+        if run.own_client:
+            run.own_client.close()
+    observations = run.observations
+    report.item_errors = {i: o.error for i, o in observations.items() if o.error}
+    if observations and len(report.item_errors) == len(observations):
+        report.offline_note = _unread_note(store, run.at, next(iter(report.item_errors.values())))
+        report.token_rejected = token_rejected(list(report.item_errors.values()))
 
 
-def _smoke_hook(
-    cfg: Config,
-    store: Store,
-    ev: Evaluation,
-    report: CycleReport,
-    now: datetime,
-    at: str,
-    client: GitHubClient | None,
-) -> Evaluation:
+def _unread_note(store: Store, at: str, first: str) -> str:
+    """The page's line when no item could be read this cycle."""
+    known = [r["checked_at"] for r in store.items().values() if r.get("checked_at")]
+    shown = (
+        f"the last known state (read {max(known)}) is shown, marked stale."
+        if known
+        else "nothing has been read yet, so the page lists the watch list and the "
+        "recipes without live facts."
+    )
+    return f"GitHub could not be read on the check at {at} ({first}); {shown}"
+
+
+def _save(run: _Run) -> None:
+    """Store what was read and judge it, in one transaction: all of it lands, or none."""
+    run.stage = "save"
+    with run.store.transaction():
+        _store_observations(run)
+        _judge(run)
+    run.stage = "saved"
+
+
+def _store_observations(run: _Run) -> None:
+    store, report = run.store, run.report
+    if run.observations:
+        report.changes, item_events = apply_observations(
+            run.cfg, store, report.cycle_id, run.observations, run.at
+        )
+        report.events.extend(item_events)
+        store.put_etags(run.client.etag_updates)
+    if run.recheck and run.observations:
+        store.notify_set("recheck", None)
+
+
+def _judge(run: _Run) -> None:
+    """Evaluate every blocker, recipe and page; record the status changes as events."""
+    store, report = run.store, run.report
+    run.ev = evaluate(run.cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now)
+    quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
+    report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at, snoozed=quiet))
+
+
+def _smoke_triggers(run: _Run) -> None:
     """Run or dispatch the smoke tests that are due; if any ran, evaluate and record again."""
     from watcher.smoke.trigger import run_triggers
 
+    cfg, store, report = run.cfg, run.store, run.report
     docs, smoke_events = run_triggers(
-        cfg, store, ev, report.events, now, cycle_id=report.cycle_id, at=at, client=client
+        cfg,
+        store,
+        run.ev,
+        report.events,
+        run.now,
+        cycle_id=report.cycle_id,
+        at=run.at,
+        client=_callers_client(run),
     )
     if docs:
         report.smoke_runs.extend(docs)
         report.events.extend(smoke_events)
         with store.transaction():
-            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
-            report.events.extend(record_transitions(store, report.cycle_id, ev, at))
-    # bisects: automatic starts ([bisect] auto), one step each, Actions steps collected
+            run.ev = evaluate(
+                cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now
+            )
+            report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at))
+
+
+def _bisect_step(run: _Run) -> None:
+    """Bisects: automatic starts ([bisect] auto), one step each, Actions steps collected."""
     from watcher.bisect.auto import cycle_bisects
 
-    cycle_bisects(cfg, store, report.events, client)
-    return ev
+    cycle_bisects(run.cfg, run.store, run.report.events, _callers_client(run))
+
+
+def _callers_client(run: _Run) -> GitHubClient | None:
+    """The client a later stage may use: the caller's; the one this cycle opened is closed."""
+    return None if run.own_client else run.client
+
+
+def _publish(run: _Run, write: bool) -> None:
+    """Render the pages and the status document, and finish the cycle's row, in one transaction."""
+    cfg, store, report = run.cfg, run.store, run.report
+    with store.transaction():
+        attempt = _last_attempt(store, report, run.at, bool(cfg.items))
+        report.pages = render_pages(
+            cfg, store, run.ev, run.at, report.offline_note, write=write, attempt=attempt
+        )
+        report.status = status_document(
+            cfg,
+            store.items(),
+            run.ev,
+            _cycle_row(store, report.cycle_id, report, run.started),
+            store.smoke_runs(limit=20),
+            run.at,
+            attempt=attempt,
+            triggers=store.triggers(),
+        )
+        report.duration_s = round(time.monotonic() - run.started, 3)
+        _finish_cycle(store, report)
+
+
+def _finish_cycle(store: Store, report: CycleReport) -> None:
+    s = report.stats
+    store.finish_cycle(
+        report.cycle_id,
+        finished_at=iso(utcnow()),
+        items=report.items,
+        changes=report.changes,
+        requests=s.get("requests", 0),
+        not_modified=s.get("not_modified", 0),
+        errors=len(report.item_errors),
+        duration_s=report.duration_s,
+        rate_limit=s.get("rate_limit"),
+        rate_remaining=s.get("rate_remaining"),
+        rate_reset=s.get("rate_reset"),
+        error="; ".join(f"{k}: {v}" for k, v in sorted(report.item_errors.items()))[:2000] or None,
+    )
+
+
+def _notify(run: _Run, notify_kw: dict[str, Any] | None) -> None:
+    """GitHub comments: after the cycle's data is committed, in their own transactions;
+    run_notify never raises, so a failed comment never fails the cycle."""
+    result = run_notify(run.cfg, run.store, run.ev, now=run.now, **(notify_kw or {}))
+    run.report.notify = result.as_dict()
+
+
+def _site(run: _Run) -> None:
+    """Build the status site (status.json too, swapped in at once): after the commit, so readers
+    never wait on it, and after the comments, so it shows this cycle's comment failures. A
+    failure keeps the previous site and never loses the cycle's data."""
+    try:
+        build_site(
+            run.cfg,
+            store=run.store,
+            ev=run.ev,
+            status_doc=run.report.status,
+            now=run.now,
+        )
+    except Exception as e:  # noqa: BLE001 - one bad stage never stops the cycle
+        log.error("status site not rebuilt (the previous one stays): %s", e, exc_info=True)
+        run.report.site_error = f"{type(e).__name__}: {e}"
+    else:
+        run.report.site_error = None
 
 
 def _cycle_row(store: Store, cycle_id: int, report: CycleReport, started: float) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from watcher.config.model import default_config_text, load_config
+from watcher.config.load import default_config_text, load_config
 from watcher.core.clock import utcnow
 from watcher.core.errors import WatcherError
 from watcher.fakes.github import FakeGitHub

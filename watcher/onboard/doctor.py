@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from watcher.config.model import Config, Recipe, load_config
+from watcher.config.load import load_config
+from watcher.config.model import Config, Recipe
 from watcher.core.errors import GitHubError, WatcherError
 from watcher.onboard.scaffold import PYTHON_MIN
 
