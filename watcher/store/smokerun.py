@@ -139,7 +139,7 @@ class SmokeResult:
     def from_record(cls, doc: dict[str, Any]) -> SmokeResult:
         """A stored (or uploaded) record, read leniently: missing keys read as None."""
         hw = doc.get("hardware") if isinstance(doc.get("hardware"), dict) else {}
-        core = {f.name for f in fields(cls)} - {"extra", "has_exit_code", "metrics"}
+        core = {f.name for f in fields(cls)} - {"extra", "has_exit_code", "gpus", "matches_target"}
         base = doc.get("baseline_runs")
         return cls(
             run_id=doc.get("run_id"),  # type: ignore[arg-type]
@@ -163,7 +163,7 @@ class SmokeResult:
             baseline_runs=[cls.from_record(b) for b in base if isinstance(b, dict)]
             if isinstance(base, list)
             else [],
-            extra={k: v for k, v in doc.items() if k not in core and k != "hardware"},
+            extra={k: v for k, v in doc.items() if k not in core | {"hardware"}},
             has_exit_code="exit_code" in doc,
         )
 
