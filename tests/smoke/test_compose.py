@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 from kits.composekit import DIGEST, calls, compose_file, fake_compose_docker
-from kits.smokekit import REPO, alive, free_port, with_path
+from kits.smokekit import REPO, alive, engine_command, free_port, with_path, write_config
 
 from watcher.config.composefile import path_labels, read_service, spec_method
 from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
 from watcher.smoke import compose as compose_mod
+from watcher.smoke import sequence
 from watcher.smoke.hardware import Gpu, GpuReading
-from watcher.smoke.run import run_recipe
+from watcher.smoke.run import record_run, run_recipe
 from watcher.store.db import Store
+from watcher.store.smokerun import BASE_METRICS, PROBED_METRICS
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),) * 2, "nvml")
 
@@ -219,6 +221,42 @@ def test_compose_recipe_passes_and_is_taken_down(tmp_path, docker_env):
     assert "docker compose -f" in log_text.splitlines()[1]
 
 
+def test_a_compose_run_keeps_every_figure_an_argv_run_keeps(tmp_path, docker_env):
+    """The compose launcher fills the same typed result as the argv one: the decode and TTFT
+    spread, the samples, tokens per generation and the timing source all reach the record."""
+    checks = "repeats = 3\ndecode_tokens = 32"
+    cfg, doc = _run(tmp_path, "--ready-delay", "0.2", "--tokens-per-s", "100", checks=checks)
+    assert doc["outcome"] == "passed", doc["reason"]
+    m = doc["metrics"]
+    assert set(m) == set(BASE_METRICS) | set(PROBED_METRICS)
+    assert m["decode_tokens"] == 32 and m["timing_source"] == "client"
+    assert len(m["decode_samples"]) == 3 and m["decode_spread"]["n"] == 3
+    assert len(m["ttft_samples"]) == 3 and m["ttft_spread"]["n"] == 3
+    assert m["decode_spread"]["min"] <= m["decode_tokens_per_s"] <= m["decode_spread"]["max"]
+    # the argv path, same engine and checks: the same figures, none missing on either side
+    (tmp_path / "argv").mkdir()
+    argv_cfg = load_config(
+        write_config(
+            tmp_path / "argv",
+            engine_command("--ready-delay", "0.2", "--tokens-per-s", "100"),
+            checks=checks,
+        )
+    )
+    argv_doc = run_recipe(argv_cfg, argv_cfg.recipes[0], reading=ON_TARGET)
+    assert argv_doc["outcome"] == "passed", argv_doc["reason"]
+    assert set(argv_doc["metrics"]) == set(m)
+    assert [k for k, v in m.items() if v is None] == [
+        k for k, v in argv_doc["metrics"].items() if v is None
+    ]
+    store = Store(cfg.db_path)
+    try:
+        record_run(store, doc)
+        (row,) = store.smoke_runs()
+    finally:
+        store.close()
+    assert row == doc and row["metrics"] == m  # stored as measured
+
+
 def test_an_ephemeral_port_is_asked_of_docker_compose_port(tmp_path, docker_env):
     port = free_port()
     f = compose_file(tmp_path / "models" / "c.yml", port, "--ready-delay", "0.2")
@@ -261,7 +299,7 @@ def test_runner_error_still_takes_the_project_down(tmp_path, docker_env, monkeyp
     def broken(*a, **kw):
         raise RuntimeError("probe exploded")
 
-    monkeypatch.setattr(compose_mod, "probe", broken)
+    monkeypatch.setattr(sequence, "probe", broken)  # the probing both launchers share
     cfg, doc = _run(tmp_path, "--ready-delay", "0.2")
     assert doc["outcome"] == "error"
     assert "runner error: RuntimeError: probe exploded" in doc["reason"]

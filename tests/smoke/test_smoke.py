@@ -36,6 +36,7 @@ from watcher.smoke.launch import build_argv, engine_env
 from watcher.smoke.probes import accept_from_metrics, parse_metrics
 from watcher.smoke.run import run_recipe
 from watcher.store.db import Store
+from watcher.store.smokerun import BASE_METRICS, SmokeResult
 
 ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
 OFF_TARGET = GpuReading((), "none", "no GPU")
@@ -217,6 +218,26 @@ def test_decode_rate_counts_usage_tokens_over_the_whole_stream(tmp_path):
     assert 40 < m["decode_tokens_per_s"] <= 110  # 100 tok/s, never the chunk-gap explosion
     assert len(m["decode_samples"]) == 3 and m["decode_spread"]["n"] == 3
     assert m["decode_spread"]["min"] <= m["decode_tokens_per_s"] <= m["decode_spread"]["max"]
+
+
+def test_the_typed_result_reads_back_as_the_record_it_wrote(tmp_path):
+    """The store keeps the record; the typed result reads it back and writes the same document
+    (a run that never got probed carries only the four base figures; an old record reads)."""
+    cfg_path = write_config(
+        tmp_path, engine_command("--ready-delay", "0.2"), checks="repeats = 2\ndecode_tokens = 16"
+    )
+    _, doc = run(cfg_path)
+    assert doc["outcome"] == "passed", doc["reason"]
+    res = SmokeResult.from_record(doc)
+    assert res.metrics.probed and len(res.metrics.decode_samples) == 2
+    assert res.to_record() == doc
+    assert json.dumps(res.to_record(), sort_keys=True) == json.dumps(doc, sort_keys=True)
+    unprobed = smoke.base_doc(load_config(cfg_path).recipes[0], "r-x").to_record()
+    assert list(unprobed["metrics"]) == list(BASE_METRICS)
+    assert "exit_code" not in unprobed and "launch" not in unprobed
+    old = SmokeResult.from_record({"run_id": "r-old", "recipe": "x", "metrics": "?", "bisect": 1})
+    assert old.outcome is None and old.metrics.decode_tokens_per_s is None
+    assert old.extra == {"bisect": 1} and not old.matches_target
 
 
 def test_decode_rate_and_ttft_come_from_the_engines_own_clocks_when_it_has_them(tmp_path):

@@ -36,6 +36,7 @@ from watcher.core.clock import iso, utcnow
 from watcher.core.errors import WatcherError
 from watcher.github.client import open_client
 from watcher.store.db import Store
+from watcher.store.smokerun import Metrics
 
 log = logging.getLogger("watcher.bisect")
 
@@ -342,9 +343,9 @@ def judge(state: dict[str, Any], point: dict[str, Any], docs: list[dict[str, Any
             (d.get("engine_version") for d in docs if d.get("engine_version")), None
         ),
         "samples": [
-            d["metrics"]["decode_tokens_per_s"]
-            for d in docs
-            if (d.get("metrics") or {}).get("decode_tokens_per_s") is not None
+            m.decode_tokens_per_s
+            for m in (Metrics.from_record(d.get("metrics")) for d in docs)
+            if m.decode_tokens_per_s is not None
         ],
     }
     for d in docs:

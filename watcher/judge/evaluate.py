@@ -17,6 +17,7 @@ from watcher.config.model import Blocker, Config, Page, Recipe
 from watcher.judge.compare import BELOW, CLEARS, rejudge, speed_phrase
 from watcher.judge.states import item_satisfied, item_unreadable
 from watcher.judge.views import item_phrase, project_name
+from watcher.store.smokerun import SmokeResult
 
 CLEARED = ("fix-merged", "verified")
 PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
@@ -70,11 +71,10 @@ def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """
     out: dict[str, dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: (r.get("started_at") or "", r.get("run_id") or "")):
-        if run.get("outcome") in NO_VERDICT or not (run.get("hardware") or {}).get(
-            "matches_target"
-        ):
+        res = SmokeResult.from_record(run)
+        if res.outcome in NO_VERDICT or not res.matches_target:
             continue
-        if run.get("bisect"):  # a bisect step ran an older build: never the recipe's verdict
+        if res.extra.get("bisect"):  # a bisect step ran an older build: never the recipe's verdict
             continue
         out[run["recipe"]] = run
     return out
@@ -283,9 +283,8 @@ def _unreadable_reason(row: dict[str, Any] | None) -> str:
 
 def _stage(run: dict[str, Any]) -> str:
     """How far a run got: `passed`, `ready` (answered but failed a check) or `launch`."""
-    if run.get("outcome") == "passed":
-        return "passed"
-    return run.get("stage_reached") or "launch"
+    res = SmokeResult.from_record(run)
+    return "passed" if res.passed else res.stage_reached or "launch"
 
 
 def evaluate_page(
@@ -402,7 +401,7 @@ def _floor_verdict(recipe: Recipe, run: dict[str, Any]) -> str:
         recipe.min_speed_vs_baseline is None and recipe.max_ttft_vs_baseline is None
     ):
         return CLEARS
-    c = run.get("comparison") or {}
+    c = SmokeResult.from_record(run).comparison or {}
     if c.get("baseline") != recipe.baseline or not c.get("matches_target"):
         return "insufficient data"
     return rejudge(c, recipe.min_speed_vs_baseline, recipe.max_ttft_vs_baseline)

@@ -25,6 +25,7 @@ from watcher.judge.views import item_view
 from watcher.publish import prose
 from watcher.publish.matrix import build_matrix, cell_summary
 from watcher.smoke.launch import fill_placeholders
+from watcher.store.smokerun import SmokeResult
 
 if TYPE_CHECKING:
     from watcher.store.db import Store
@@ -466,7 +467,7 @@ def _gpu(gpu: dict[str, Any]) -> str:
 
 def run_view(run: dict[str, Any]) -> dict[str, Any]:
     hw = run.get("hardware") if isinstance(run.get("hardware"), dict) else {}
-    m = run.get("metrics") if isinstance(run.get("metrics"), dict) else {}
+    m = SmokeResult.from_record(run).metrics
     gpus = [g for g in hw.get("gpus") or [] if isinstance(g, dict)]
     return {
         "run_id": run.get("run_id"),
@@ -482,10 +483,10 @@ def run_view(run: dict[str, Any]) -> dict[str, Any]:
         "engine_version": run.get("engine_version"),
         "gpus": ", ".join(_gpu(g) for g in gpus) or "unknown",
         "on_target": bool(hw.get("matches_target")),
-        "startup": _fmt(m.get("startup_s"), "%.0f s"),
-        "ttft": _fmt(m.get("ttft_s"), "%.2f s"),
-        "decode": _fmt(m.get("decode_tokens_per_s"), "%.1f"),
-        "accept": _fmt(m.get("accept_length"), "%.2f"),
+        "startup": _fmt(m.startup_s, "%.0f s"),
+        "ttft": _fmt(m.ttft_s, "%.2f s"),
+        "decode": _fmt(m.decode_tokens_per_s, "%.1f"),
+        "accept": _fmt(m.accept_length, "%.2f"),
         "excerpt": run.get("excerpt"),
     }
 

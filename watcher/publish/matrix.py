@@ -18,6 +18,7 @@ from typing import Any
 from watcher.config.model import Config, Hardware, Recipe
 from watcher.core.clock import iso, parse_iso, utcnow
 from watcher.smoke.hardware import name_matches
+from watcher.store.smokerun import SmokeResult
 
 VERDICTS = ("passed", "failed", "timeout")  # what a cell is made of; errors and skips are not tests
 MARKS = {
@@ -124,11 +125,11 @@ def _entry(
 ) -> dict[str, Any]:
     """One host's say on one cell: its newest verdict, and its newest pass."""
     latest = runs[0]
+    run = SmokeResult.from_record(latest)
     passed = next((r for r in runs if r.get("outcome") == "passed"), None)
     at = latest.get("finished_at") or latest.get("started_at")
     at = at if isinstance(at, str) else None
     when = _when(at)
-    metrics = _dict(latest.get("metrics"))
     state = latest["outcome"]
     text = ""
     if state == "passed":
@@ -155,12 +156,12 @@ def _entry(
         "text": text,
         "at": at,
         "date": (at or "")[:10],
-        "decode_tokens_per_s": _num(metrics.get("decode_tokens_per_s")),
-        "accept_length": _num(metrics.get("accept_length")),
+        "decode_tokens_per_s": _num(run.metrics.decode_tokens_per_s),
+        "accept_length": _num(run.metrics.accept_length),
         "build": _text(latest.get("engine_version")),
         "image": _text(image.get("ref")),
         "digest": _text(image.get("digest")),
-        "off_target": not _dict(latest.get("hardware")).get("matches_target"),
+        "off_target": not run.matches_target,
         "last_passed": str(passed.get("finished_at") or "")[:10] if passed else None,
         "failed_checks": [c["name"] for c in checks if c.get("ok") is False],
         "reason": str(latest.get("reason") or ""),

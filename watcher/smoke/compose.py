@@ -20,25 +20,24 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from watcher.config.composefile import read_service
+from watcher.config.composefile import ComposeService, read_service
 from watcher.config.model import Config, Recipe
 from watcher.config.signatures import all_signatures
 from watcher.core.errors import ConfigError
 from watcher.core.redact import redact
-from watcher.smoke.checks import run_checks
 from watcher.smoke.classify import Classifier
 from watcher.smoke.launch import (
     RunProcesses,
-    Teardown,
     become_subreaper,
     children_of_self,
     engine_env,
 )
 from watcher.smoke.launch import teardown as stop_processes
 from watcher.smoke.log import LogPump
-from watcher.smoke.probes import Wait, probe, refuse_taken_port, wait_ready
+from watcher.smoke.probes import refuse_taken_port, wait_ready
+from watcher.smoke.sequence import FATAL_GRACE_S, Launched, probe_ready
+from watcher.store.smokerun import SmokeResult
 
 log = logging.getLogger("watcher.smoke")
 
@@ -52,7 +51,7 @@ def project_name(run_id: str) -> str:
 
 
 class _Stop(Exception):
-    """The run ends before probing; `doc` already says why (the project is still taken down)."""
+    """The run ends before probing; the result already says why (the project is still taken down)."""
 
 
 @dataclass
@@ -144,154 +143,153 @@ def _digest(c: Compose, image: str) -> str | None:
     return str(digests[0]) if isinstance(digests, list) and digests else None
 
 
-def run_compose(
-    cfg: Config,
-    recipe: Recipe,
-    run_id: str,
-    log_path: Path,
-    doc: dict[str, Any],
-    *,
-    mark_started: Callable[..., None],
-    verdict: Callable[..., None],
-) -> None:
-    """One compose run into `doc` (the smoke runner's result document). `mark_started` and
-    `verdict` are the smoke runner's own: the verdict reads the same for both kinds of recipe."""
-    file = cfg.resolve(recipe.compose or "")
-    try:
-        svc = read_service(file, recipe.service or "", shown_as=recipe.compose)
-    except ConfigError as e:
-        doc["outcome"], doc["reason"] = "error", f"not launched: {e}"
-        return
-    c = Compose(file, project_name(run_id))
-    env = engine_env(recipe, run_id)
-    cwd = str(file.parent)
-    port = recipe.host_port
-    if port is not None and refuse_taken_port(
-        doc, port, "the compose service publishes", "stop it, or change the recipe's host_port"
-    ):
-        return
-    doc["launch"] = {
-        "container": None,
-        "pid": None,
-        "compose_project": c.project,
-        "compose_file": recipe.compose,
-        "service": recipe.service,
-    }
-    doc["image"] = {"ref": svc.image or None, "digest": None}
-    mark_started(cfg, doc, recover=True)
-    become_subreaper()
-    known = children_of_self()
-    classifier = Classifier(all_signatures(cfg.signatures))
-    failures: list[str] = []
-    notes: list[str] = []
-    wait: Wait | None = None
-    logs_proc: subprocess.Popen | None = None
-    pump: LogPump | None = None
-    td = Teardown()
-    with open(log_path, "ab") as logf:
-        logf.write(
-            redact(
-                f"# watcher smoke run {run_id} at {doc['started_at']}\n$ {shlex.join(c.up(svc.service))}\n"
-            ).encode()
-        )
-    try:
-        up_timeout = max(UP_TIMEOUT_MIN, recipe.startup_timeout)
+class ComposeLauncher:
+    """A recipe's service from the guide's own compose file (the `Launcher` of a compose recipe)."""
+
+    def __init__(self, cfg: Config, recipe: Recipe, run_id: str, log_path: Path) -> None:
+        self.cfg, self.recipe, self.run_id, self.log_path = cfg, recipe, run_id, log_path
+        self.file = cfg.resolve(recipe.compose or "")
+        self.c = Compose(self.file, project_name(run_id))
+        self.svc: ComposeService | None = None
+        self.port = recipe.host_port
+
+    def prepare(self, result: SmokeResult) -> bool:
+        recipe = self.recipe
         try:
-            up = _run(c.up(svc.service), up_timeout, env=env, cwd=cwd)
-        except subprocess.TimeoutExpired:
-            doc["outcome"] = "timeout"
-            doc["reason"] = f"`docker compose up -d` did not return within {up_timeout:.0f} s"
-            raise _Stop from None
-        except OSError as e:
-            doc["outcome"] = "error"
-            doc["reason"] = f"cannot start docker: {e.strerror or e}"
-            raise _Stop from None
+            self.svc = read_service(self.file, recipe.service or "", shown_as=recipe.compose)
+        except ConfigError as e:
+            result.outcome, result.reason = "error", f"not launched: {e}"
+            return False
+        if self.port is not None and refuse_taken_port(
+            result,
+            self.port,
+            "the compose service publishes",
+            "stop it, or change the recipe's host_port",
+        ):
+            return False
+        result.launch = {
+            "container": None,
+            "pid": None,
+            "compose_project": self.c.project,
+            "compose_file": recipe.compose,
+            "service": recipe.service,
+        }
+        result.image = {"ref": self.svc.image or None, "digest": None}
+        return True
+
+    def run(self, result: SmokeResult, started: Callable[[], None]) -> Launched:
+        cfg, recipe, run_id, log_path, c = self.cfg, self.recipe, self.run_id, self.log_path, self.c
+        svc = self.svc
+        assert svc is not None and result.launch is not None and result.image is not None
+        env = engine_env(recipe, run_id)
+        cwd = str(self.file.parent)
+        port = self.port
+        become_subreaper()
+        known = children_of_self()
+        classifier = Classifier(all_signatures(cfg.signatures))
+        seen = Launched()
+        logs_proc: subprocess.Popen | None = None
+        pump: LogPump | None = None
+        td = seen.td
         with open(log_path, "ab") as logf:
-            logf.write(redact(up.stdout + up.stderr).encode(errors="replace"))
-        if up.returncode != 0:
-            doc["outcome"] = "failed"
-            doc["reason"] = (
-                f"`docker compose up -d {svc.service}` exited with code {up.returncode}: "
-                + ((up.stderr or up.stdout).strip().splitlines() or ["(no output)"])[-1][:300]
+            logf.write(
+                redact(
+                    f"# watcher smoke run {run_id} at {result.started_at}\n$ {shlex.join(c.up(svc.service))}\n"
+                ).encode()
             )
-            finding = classifier.scan(log_path)
-            if finding is not None:
-                doc["signature"], doc["excerpt"] = finding.id, finding.excerpt
-            raise _Stop
-        doc["image"]["digest"] = _digest(c, svc.image)
-        if port is None and svc.container_port is not None:
-            port = _published_port(c, svc.service, recipe.port, env, cwd)
-        if port is None:
-            doc["outcome"] = "error"
-            doc["reason"] = (
-                "the compose service publishes no port watcher can find (neither in the file"
-                " nor from `docker compose port`); give the recipe `host_port`"
+        try:
+            up_timeout = max(UP_TIMEOUT_MIN, recipe.startup_timeout)
+            try:
+                up = _run(c.up(svc.service), up_timeout, env=env, cwd=cwd)
+            except subprocess.TimeoutExpired:
+                result.outcome = "timeout"
+                result.reason = f"`docker compose up -d` did not return within {up_timeout:.0f} s"
+                raise _Stop from None
+            except OSError as e:
+                result.outcome = "error"
+                result.reason = f"cannot start docker: {e.strerror or e}"
+                raise _Stop from None
+            with open(log_path, "ab") as logf:
+                logf.write(redact(up.stdout + up.stderr).encode(errors="replace"))
+            if up.returncode != 0:
+                result.outcome = "failed"
+                result.reason = (
+                    f"`docker compose up -d {svc.service}` exited with code {up.returncode}: "
+                    + ((up.stderr or up.stdout).strip().splitlines() or ["(no output)"])[-1][:300]
+                )
+                finding = classifier.scan(log_path)
+                if finding is not None:
+                    result.signature, result.excerpt = finding.id, finding.excerpt
+                raise _Stop
+            result.image["digest"] = _digest(c, svc.image)
+            if port is None and svc.container_port is not None:
+                port = _published_port(c, svc.service, recipe.port, env, cwd)
+            if port is None:
+                result.outcome = "error"
+                result.reason = (
+                    "the compose service publishes no port watcher can find (neither in the file"
+                    " nor from `docker compose port`); give the recipe `host_port`"
+                )
+                raise _Stop
+            result.launch["port"] = port
+            logs_proc = subprocess.Popen(
+                c.logs(svc.service),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+                cwd=cwd,
             )
-            raise _Stop
-        doc["launch"]["port"] = port
-        logs_proc = subprocess.Popen(
-            c.logs(svc.service),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-            cwd=cwd,
-        )
-        doc["launch"]["pid"] = logs_proc.pid
-        mark_started(cfg, doc)
-        pump = LogPump(logs_proc.stdout, log_path, classifier)
-        pump.start()
-        base = f"http://127.0.0.1:{port}"
-        wait = wait_ready(
-            logs_proc,
-            base + recipe.ready_path,
-            recipe.startup_timeout,
-            watch=pump,
-            fatal_grace=min(30.0, recipe.startup_timeout / 4),
-        )
-        if wait.state == "ready":
-            doc["stage_reached"] = "ready"
-            doc["metrics"]["startup_s"] = round(wait.startup_s, 2)
-            p = probe(base, recipe)
-            doc["checks"] = run_checks(base, recipe, p)
-            doc["engine_version"] = p.engine_version
-            doc["metrics"].update(
-                ttft_s=p.ttft_s,
-                decode_tokens_per_s=p.decode_tokens_per_s,
-                accept_length=p.accept_length,
+            result.launch["pid"] = logs_proc.pid
+            started()
+            pump = LogPump(logs_proc.stdout, log_path, classifier)
+            pump.start()
+            base = f"http://127.0.0.1:{port}"
+            wait = wait_ready(
+                logs_proc,
+                base + recipe.ready_path,
+                recipe.startup_timeout,
+                watch=pump,
+                fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
             )
-            failures, notes = p.failures, p.notes
-            if logs_proc.poll() is not None and not failures:
-                failures.append("the service's container stopped during the probes")
-    except _Stop:
-        wait = None
-    except Exception as e:  # the runner's own bug: still take the project down, report `error`
-        log.exception("smoke %s: compose runner failed", run_id)
-        doc["outcome"], doc["reason"] = "error", f"runner error: {type(e).__name__}: {e}"
-        wait = None
-    finally:
-        ok, said = compose_down(c.project, c.docker)
-        td.container_removed = ok
-        if not ok:
-            td.leftovers.append(f"compose project {c.project} (down failed: {said[:200]})")
-        if logs_proc is not None:
-            procs = RunProcesses(logs_proc.pid, run_id, known)
-            stopped = stop_processes(logs_proc, recipe.stop_timeout, None, procs)
-            td.killed, td.escaped = stopped.killed, stopped.escaped
-            td.leftovers.extend(stopped.leftovers)
-            td.seconds = stopped.seconds
-            doc["exit_code"] = logs_proc.returncode
-        left = compose_leftover(c.project, c.docker)
-        if left:
-            td.leftovers.append(left)
-        doc["teardown"] = td.as_dict()
-        if pump is not None:
-            pump.join(timeout=5)
-    verdict(cfg, recipe, doc, wait, failures, notes, log_path, td)
-    if wait is not None and wait.state == "died":  # `logs -f` ended: the container stopped
-        doc["reason"] = doc["reason"].replace(
-            f"exited with code {wait.exit_code} before becoming ready",
-            "its container stopped before becoming ready",
-            1,
-        )
+            seen.wait = wait
+            if wait.state == "ready":
+                probed = probe_ready(base, recipe, wait, result)
+                seen.failures, seen.notes = probed.failures, probed.notes
+                if logs_proc.poll() is not None and not seen.failures:
+                    seen.failures.append("the service's container stopped during the probes")
+        except _Stop:
+            seen.wait = None
+        except Exception as e:  # the runner's own bug: still take the project down, report `error`
+            log.exception("smoke %s: compose runner failed", run_id)
+            result.outcome, result.reason = "error", f"runner error: {type(e).__name__}: {e}"
+            seen.wait = None
+        finally:
+            ok, said = compose_down(c.project, c.docker)
+            td.container_removed = ok
+            if not ok:
+                td.leftovers.append(f"compose project {c.project} (down failed: {said[:200]})")
+            if logs_proc is not None:
+                procs = RunProcesses(logs_proc.pid, run_id, known)
+                stopped = stop_processes(logs_proc, recipe.stop_timeout, None, procs)
+                td.killed, td.escaped = stopped.killed, stopped.escaped
+                td.leftovers.extend(stopped.leftovers)
+                td.seconds = stopped.seconds
+                result.set_exit_code(logs_proc.returncode)
+            left = compose_leftover(c.project, c.docker)
+            if left:
+                td.leftovers.append(left)
+            result.teardown = td.as_dict()
+            if pump is not None:
+                pump.join(timeout=5)
+        return seen
+
+    def finish(self, result: SmokeResult, launched: Launched) -> None:
+        wait = launched.wait
+        if wait is not None and wait.state == "died":  # `logs -f` ended: the container stopped
+            result.reason = result.reason.replace(
+                f"exited with code {wait.exit_code} before becoming ready",
+                "its container stopped before becoming ready",
+                1,
+            )

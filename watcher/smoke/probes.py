@@ -25,6 +25,7 @@ import httpx
 
 from watcher.config.model import Recipe
 from watcher.smoke.launch import RunProcesses
+from watcher.store.smokerun import SmokeResult
 
 if TYPE_CHECKING:
     from watcher.smoke.log import LogPump
@@ -56,14 +57,14 @@ def port_taken(port: int) -> str | None:
     return None
 
 
-def refuse_taken_port(doc: dict[str, Any], port: int, whose: str, fix: str) -> bool:
-    """Before a launch: when `port` is taken, mark `doc` as a port-in-use error (the engine is
+def refuse_taken_port(result: SmokeResult, port: int, whose: str, fix: str) -> bool:
+    """Before a launch: when `port` is taken, mark `result` as a port-in-use error (the engine is
     never started) and say so. `whose` names the port ("the recipe serves on"), `fix` the cure."""
     taken = port_taken(port)
     if not taken:
         return False
-    doc["outcome"], doc["signature"] = "error", PORT_IN_USE
-    doc["reason"] = f"not launched: {taken}; another process holds the port {whose} ({fix})"
+    result.outcome, result.signature = "error", PORT_IN_USE
+    result.reason = f"not launched: {taken}; another process holds the port {whose} ({fix})"
     return True
 
 

@@ -7,9 +7,11 @@ spec-decode accept length) -> teardown (SIGTERM every process group of the sessi
 `docker rm -f` the named container) -> leftover check -> classify the log -> result document.
 The teardown always runs, also on Ctrl-C or SIGTERM of watcher itself.
 
-This module runs those stages in order and writes the result document; the stages live in
+This module runs those stages in order into one typed result (`store.smokerun.SmokeResult`,
+stored as the result document); the argv launcher lives here, the compose one in `compose`, and
+what both share (the launcher interface, probing, the verdict) in `sequence`; the stages live in
 `launch` (argv, environment, processes, teardown), `probes` (port, readiness, HTTP probes) and
-`smokelog` (the capped log). A run is stored as `started` before launch, so the next start can
+`log` (the capped log). A run is stored as `started` before launch, so the next start can
 clean up after a watcher that died mid-run (`recover_interrupted`).
 """
 
@@ -28,24 +30,23 @@ import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from watcher.config.model import Config, Recipe, recipe_digest
-from watcher.config.signatures import HANG, all_signatures
+from watcher.config.signatures import all_signatures
 from watcher.core.clock import iso, utcnow
 from watcher.core.errors import ConfigError, WatcherError
 from watcher.core.progress import Progress
 from watcher.core.redact import redact
 from watcher.judge.compare import CLEARS, INSUFFICIENT, compare, speed_phrase
-from watcher.smoke.checks import run_checks
-from watcher.smoke.classify import Classifier, describe, tail
-from watcher.smoke.compose import compose_down, run_compose
+from watcher.smoke.classify import Classifier
+from watcher.smoke.compose import ComposeLauncher, compose_down
 from watcher.smoke.hardware import GpuReading, check_hardware, read_gpus
 from watcher.smoke.launch import (
     KILL_WAIT,
     RunProcesses,
-    Teardown,
     become_subreaper,
     build_argv,
     children_of_self,
@@ -57,22 +58,14 @@ from watcher.smoke.launch import (
     teardown,
 )
 from watcher.smoke.log import LogPump
-from watcher.smoke.probes import (
-    PORT_IN_USE,
-    Wait,
-    generation_answered,
-    probe,
-    refuse_taken_port,
-    served_by,
-    wait_ready,
-)
+from watcher.smoke.probes import generation_answered, refuse_taken_port, served_by, wait_ready
+from watcher.smoke.sequence import FATAL_GRACE_S, Launched, Launcher, probe_ready, verdict
 from watcher.store.db import Store
+from watcher.store.smokerun import SmokeResult
 
 log = logging.getLogger("watcher.smoke")
 
 OUTCOMES = ("passed", "failed", "timeout", "error", "skipped", "started", "interrupted")
-
-FATAL_GRACE_S = 30.0  # how long a run may still become ready after logging a known failure
 
 
 def new_run_id(recipe_id: str) -> str:
@@ -97,31 +90,11 @@ def _term_raises():
         signal.signal(signal.SIGTERM, old)
 
 
-def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> dict[str, Any]:
-    """The result document's shape, before anything happened (outcome `error`)."""
-    return {
-        "run_id": run_id,
-        "recipe": recipe.id,
-        "backend": "local",
-        "outcome": "error",
-        "signature": None,
-        "blockers_reproduced": [],
-        "reason": "",
-        "hardware": {"gpus": [], "matches_target": False},
-        "engine_version": None,
-        "metrics": {
-            "startup_s": None,
-            "ttft_s": None,
-            "decode_tokens_per_s": None,
-            "accept_length": None,
-        },
-        "stage_reached": "launch",
-        "excerpt": None,
-        "log_path": None,
-        "started_at": started_at or iso(utcnow()),
-        "finished_at": None,
-        "host": host_label(),
-    }
+def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> SmokeResult:
+    """The result before anything happened (outcome `error`)."""
+    return SmokeResult(
+        run_id=run_id, recipe=recipe.id, started_at=started_at or iso(utcnow()), host=host_label()
+    )
 
 
 def host_label() -> str:
@@ -133,9 +106,9 @@ def host_label() -> str:
 
 def error_doc(recipe: Recipe, run_id: str, reason: str, backend: str = "local") -> dict[str, Any]:
     """A run that could not happen (the backend failed): recorded, never validating."""
-    doc = base_doc(recipe, run_id)
-    doc.update(backend=backend, reason=redact(reason), finished_at=iso(utcnow()))
-    return doc
+    res = base_doc(recipe, run_id)
+    res.backend, res.reason, res.finished_at = backend, redact(reason), iso(utcnow())
+    return res.to_record()
 
 
 def run_recipe(
@@ -146,83 +119,95 @@ def run_recipe(
     run_id: str | None = None,
     reading: GpuReading | None = None,
 ) -> dict[str, Any]:
-    """One smoke run of `recipe` on this host -> the result document (never raises for a
-    failure of the recipe; a failure of the runner itself is outcome `error`).
+    """One smoke run of `recipe` on this host -> the result document (`run_result`'s record)."""
+    res = run_result(cfg, recipe, any_hardware=any_hardware, run_id=run_id, reading=reading)
+    return res.to_record()
+
+
+def run_result(
+    cfg: Config,
+    recipe: Recipe,
+    *,
+    any_hardware: bool = False,
+    run_id: str | None = None,
+    reading: GpuReading | None = None,
+) -> SmokeResult:
+    """One smoke run of `recipe` on this host -> its result (never raises for a failure of the
+    recipe; a failure of the runner itself is outcome `error`).
 
     A recipe with a `baseline` runs beside it in the same session: `compare_rounds` launches of
-    each, interleaved (B R, R B, ...). The document then carries `comparison` (both figures and
-    the verdict) and `baseline_runs` (the baseline's own documents, stored as runs of their own).
+    each, interleaved (B R, R B, ...). The result then carries `comparison` (both figures and
+    the verdict) and `baseline_runs` (the baseline's own results, stored as runs of their own).
     """
     reading = reading if reading is not None else read_gpus()
     if not recipe.baseline:
         return _run_once(cfg, recipe, any_hardware=any_hardware, run_id=run_id, reading=reading)
     base = cfg.recipe(recipe.baseline)
-    docs: dict[str, list[dict[str, Any]]] = {recipe.id: [], base.id: []}
+    runs: dict[str, list[SmokeResult]] = {recipe.id: [], base.id: []}
     for i in range(recipe.compare_rounds):
         for r in (base, recipe) if i % 2 == 0 else (recipe, base):
             rid = run_id if (r is recipe and run_id and i == recipe.compare_rounds - 1) else None
-            doc = _run_once(cfg, r, any_hardware=any_hardware, run_id=rid, reading=reading)
-            docs[r.id].append(doc)
-            if doc["outcome"] == "skipped":
-                return doc if r is recipe else _skipped_like(cfg, recipe, doc, run_id)
-    return _with_comparison(recipe, base, docs[recipe.id], docs[base.id])
+            res = _run_once(cfg, r, any_hardware=any_hardware, run_id=rid, reading=reading)
+            runs[r.id].append(res)
+            if res.outcome == "skipped":
+                return res if r is recipe else _skipped_like(recipe, res, run_id)
+    return _with_comparison(recipe, base, runs[recipe.id], runs[base.id])
 
 
-def _skipped_like(cfg: Config, recipe: Recipe, base_doc_: dict, run_id: str | None) -> dict:
-    doc = base_doc(recipe, run_id or new_run_id(recipe.id))
-    doc.update(
-        outcome="skipped",
-        reason=base_doc_["reason"],
-        hardware=base_doc_["hardware"],
-        finished_at=iso(utcnow()),
-    )
-    return doc
+def _skipped_like(recipe: Recipe, base_run: SmokeResult, run_id: str | None) -> SmokeResult:
+    res = base_doc(recipe, run_id or new_run_id(recipe.id))
+    res.outcome, res.reason = "skipped", base_run.reason
+    res.gpus, res.matches_target = base_run.gpus, base_run.matches_target
+    res.finished_at = iso(utcnow())
+    return res
 
 
 def _with_comparison(
-    recipe: Recipe, base: Recipe, mine: list[dict[str, Any]], theirs: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The recipe's last document, its figures pooled over the rounds, with the comparison."""
-    doc = mine[-1]
-    failed = [d for d in mine if d["outcome"] != "passed"]
-    if failed and doc["outcome"] == "passed":
-        doc["outcome"], doc["reason"] = failed[-1]["outcome"], failed[-1]["reason"]
-        doc["signature"] = failed[-1]["signature"]
+    recipe: Recipe, base: Recipe, mine: list[SmokeResult], theirs: list[SmokeResult]
+) -> SmokeResult:
+    """The recipe's last result, its figures pooled over the rounds, with the comparison."""
+    res = mine[-1]
+    failed = [r for r in mine if not r.passed]
+    if failed and res.passed:
+        res.outcome, res.reason = failed[-1].outcome, failed[-1].reason
+        res.signature = failed[-1].signature
 
-    def pooled(docs, key):
-        return [x for d in docs if d["outcome"] == "passed" for x in d["metrics"].get(key) or []]
+    def decode(runs: list[SmokeResult]) -> list[float]:
+        return [x for r in runs if r.passed for x in r.metrics.decode_samples or []]
+
+    def ttft(runs: list[SmokeResult]) -> list[float]:
+        return [x for r in runs if r.passed for x in r.metrics.ttft_samples or []]
 
     c = compare(
-        pooled(mine, "decode_samples"),
-        pooled(theirs, "decode_samples"),
+        decode(mine),
+        decode(theirs),
         recipe.min_speed_vs_baseline,
-        pooled(mine, "ttft_samples"),
-        pooled(theirs, "ttft_samples"),
+        ttft(mine),
+        ttft(theirs),
         recipe.max_ttft_vs_baseline,
     )
-    base_failed = [d for d in theirs if d["outcome"] != "passed"]
+    base_failed = [r for r in theirs if not r.passed]
     c["baseline_passed"] = not base_failed
     if base_failed:
         c["verdict"] = INSUFFICIENT
-        c["why"] = f"the baseline {base.id} did not pass: {base_failed[-1]['reason']}"
-    gpus = [g.get("name", "?") for g in doc["hardware"].get("gpus", [])]
+        c["why"] = f"the baseline {base.id} did not pass: {base_failed[-1].reason}"
     c.update(
         baseline=base.id,
         baseline_title=base.title or base.id,
-        baseline_run_ids=[d["run_id"] for d in theirs],
+        baseline_run_ids=[r.run_id for r in theirs],
         rounds=recipe.compare_rounds,
-        hardware=", ".join(gpus) or "no GPU",
-        matches_target=bool(doc["hardware"].get("matches_target")),
-        date=(doc.get("started_at") or "")[:10],
+        hardware=", ".join(res.gpu_names) or "no GPU",
+        matches_target=res.matches_target,
+        date=(res.started_at or "")[:10],
     )
-    doc["comparison"] = c
-    doc["baseline_runs"] = theirs
-    if doc["outcome"] == "passed":
+    res.comparison = c
+    res.baseline_runs = theirs
+    if res.passed:
         title = f"the {base.title} path" if base.title else base.id
-        doc["reason"] += f"; {speed_phrase(c, title)}: {c['verdict']}"
+        res.reason += f"; {speed_phrase(c, title)}: {c['verdict']}"
         if c["verdict"] != CLEARS and c.get("why"):
-            doc["reason"] += f" ({c['why']})"
-    return doc
+            res.reason += f" ({c['why']})"
+    return res
 
 
 def _run_once(
@@ -232,217 +217,148 @@ def _run_once(
     any_hardware: bool,
     run_id: str | None,
     reading: GpuReading,
-) -> dict[str, Any]:
+) -> SmokeResult:
     run_id = run_id or new_run_id(recipe.id)
     started_at = iso(utcnow())
     gate = check_hardware(recipe.hardware, reading)
-    doc = base_doc(recipe, run_id, started_at)
-    doc["recipe_digest"] = recipe_digest(recipe, cfg.base_dir)
-    doc["hardware"] = {
-        "gpus": [g.as_dict() for g in reading.gpus],
-        "matches_target": gate.matches_target,
-    }
+    res = base_doc(recipe, run_id, started_at)
+    res.recipe_digest = recipe_digest(recipe, cfg.base_dir)
+    res.gpus = [g.as_dict() for g in reading.gpus]
+    res.matches_target = gate.matches_target
     log.info("smoke %s: %s (read with %s)", run_id, gate.reason, reading.source)
     if not gate.matches_target and not any_hardware:
-        doc["outcome"] = "skipped"
-        doc["reason"] = redact(
+        res.outcome = "skipped"
+        res.reason = redact(
             f"{gate.reason} (--any-hardware runs it anyway, marked off-target: never validates)"
         )
-        doc["finished_at"] = iso(utcnow())
-        return doc
+        res.finished_at = iso(utcnow())
+        return res
     log_dir = cfg.data_dir / "smoke"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{run_id}.log"
-    doc["log_path"] = str(log_path)
-    with _term_raises():
-        if recipe.compose:
-            run_compose(
-                cfg, recipe, run_id, log_path, doc, mark_started=mark_started, verdict=_verdict
-            )
-        else:
-            _run(cfg, recipe, run_id, log_path, doc)
-    if not gate.matches_target:
-        doc["reason"] += " [off-target hardware: shown, never validates]"
-    doc["reason"] = redact(doc["reason"])
-    doc["excerpt"] = redact(doc["excerpt"]) or None
-    doc["finished_at"] = iso(utcnow())
-    return doc
-
-
-def _run(cfg: Config, recipe: Recipe, run_id: str, log_path: Path, doc: dict[str, Any]) -> None:
-    name = container_name(run_id)
-    argv = build_argv(recipe, name)
-    container = docker_name(argv) if is_docker_run(argv) else None
-    port = recipe.host_port or recipe.port
-    base = f"http://127.0.0.1:{port}"
-    failures: list[str] = []
-    notes: list[str] = []
-    wait: Wait | None = None
-    if refuse_taken_port(doc, port, "the recipe serves on", "stop it, or change the recipe's port"):
-        return
-    doc["launch"] = {"container": container, "pid": None}
-    mark_started(cfg, doc, recover=True)
-    subreaper = become_subreaper()
-    known = children_of_self()
-    with open(log_path, "ab") as logf:
-        logf.write(
-            redact(
-                f"# watcher smoke run {run_id} at {doc['started_at']}\n$ {shlex.join(argv)}\n"
-            ).encode()
-        )
-        logf.flush()
-        # built before launch: compiling the families (hyperscan, ~0.3 s) must not widen the
-        # window in which the engine runs and a SIGTERM finds no teardown in place
-        classifier = Classifier(all_signatures(cfg.signatures))
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=engine_env(recipe, run_id),
-                cwd=str(cfg.base_dir),
-            )
-        except OSError as e:
-            doc["outcome"] = "error"
-            doc["reason"] = f"cannot start {argv[0]!r}: {e.strerror or e}"
-            return
-    doc["launch"]["pid"] = proc.pid
-    mark_started(cfg, doc)
-    procs = RunProcesses(proc.pid, run_id, known)
-    pump = LogPump(proc.stdout, log_path, classifier)
-    pump.start()
-    log.info(
-        "smoke %s: launched pid %s, log %s%s",
-        run_id,
-        proc.pid,
-        log_path,
-        "" if subreaper else " (not a subreaper: a double-forked child could escape teardown)",
+    res.log_path = str(log_path)
+    launcher: Launcher = (
+        ComposeLauncher(cfg, recipe, run_id, log_path)
+        if recipe.compose
+        else ArgvLauncher(cfg, recipe, run_id, log_path)
     )
-    td: Teardown | None = None
-    shown = Progress(f"smoke {recipe.id}", deadline_s=recipe.startup_timeout)
-    try:
-        wait = wait_ready(
-            proc,
-            base + recipe.ready_path,
-            recipe.startup_timeout,
-            watch=pump,
-            fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
-            owner=None if container else (lambda: served_by(port, procs)),
-            progress=lambda: shown.update("waiting for the engine", pump.last_line),
-            generates=lambda: generation_answered(base),
+    with _term_raises():
+        if launcher.prepare(res):
+            mark_started(cfg, res, recover=True)
+            seen = launcher.run(res, lambda: mark_started(cfg, res))
+            if seen is not None:
+                verdict(cfg, recipe, res, seen, log_path)
+                launcher.finish(res, seen)
+    if not gate.matches_target:
+        res.reason += " [off-target hardware: shown, never validates]"
+    res.reason = redact(res.reason)
+    res.excerpt = redact(res.excerpt) or None
+    res.finished_at = iso(utcnow())
+    return res
+
+
+class ArgvLauncher:
+    """A recipe's argv list (a local engine or `docker run`): the `Launcher` of most recipes."""
+
+    def __init__(self, cfg: Config, recipe: Recipe, run_id: str, log_path: Path) -> None:
+        self.cfg, self.recipe, self.run_id, self.log_path = cfg, recipe, run_id, log_path
+        self.argv = build_argv(recipe, container_name(run_id))
+        self.container = docker_name(self.argv) if is_docker_run(self.argv) else None
+        self.port = recipe.host_port or recipe.port
+
+    def prepare(self, result: SmokeResult) -> bool:
+        if refuse_taken_port(
+            result, self.port, "the recipe serves on", "stop it, or change the recipe's port"
+        ):
+            return False
+        result.launch = {"container": self.container, "pid": None}
+        return True
+
+    def run(self, result: SmokeResult, started: Callable[[], None]) -> Launched | None:
+        cfg, recipe, run_id, log_path, argv = (
+            self.cfg,
+            self.recipe,
+            self.run_id,
+            self.log_path,
+            self.argv,
         )
-        shown.done()
-        if wait.state == "ready":
-            doc["stage_reached"] = "ready"
-            doc["metrics"]["startup_s"] = round(wait.startup_s, 2)
-            log.info("smoke %s: ready after %.1f s; probing", run_id, wait.startup_s)
-            p = probe(base, recipe)
-            doc["checks"] = run_checks(base, recipe, p)
-            doc["engine_version"] = p.engine_version
-            doc["metrics"].update(
-                ttft_s=p.ttft_s,
-                decode_tokens_per_s=p.decode_tokens_per_s,
-                accept_length=p.accept_length,
-                decode_spread=p.decode,
-                ttft_spread=p.ttft,
-                decode_tokens=p.decode_tokens,
-                decode_samples=p.decode_samples,
-                timing_source=p.timing_source,
-                ttft_samples=p.ttft_samples,
+        container, port = self.container, self.port
+        assert result.launch is not None
+        base = f"http://127.0.0.1:{port}"
+        seen = Launched()
+        subreaper = become_subreaper()
+        known = children_of_self()
+        with open(log_path, "ab") as logf:
+            logf.write(
+                redact(
+                    f"# watcher smoke run {run_id} at {result.started_at}\n$ {shlex.join(argv)}\n"
+                ).encode()
             )
-            failures, notes = p.failures, p.notes
-            if proc.poll() is not None and not failures:
-                failures.append(f"the engine exited (code {proc.returncode}) during the probes")
-    except Exception as e:  # the runner's own bug: still tear down, report `error`
-        log.exception("smoke %s: runner failed", run_id)
-        doc["outcome"], doc["reason"] = "error", f"runner error: {type(e).__name__}: {e}"
-        wait = None
-    finally:
-        td = teardown(proc, recipe.stop_timeout, container, procs)
-        doc["teardown"] = td.as_dict()
-        doc["exit_code"] = proc.returncode
-        pump.join(timeout=5)
-    _verdict(cfg, recipe, doc, wait, failures, notes, log_path, td)
+            logf.flush()
+            # built before launch: compiling the families (hyperscan, ~0.3 s) must not widen the
+            # window in which the engine runs and a SIGTERM finds no teardown in place
+            classifier = Classifier(all_signatures(cfg.signatures))
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=engine_env(recipe, run_id),
+                    cwd=str(cfg.base_dir),
+                )
+            except OSError as e:
+                result.outcome = "error"
+                result.reason = f"cannot start {argv[0]!r}: {e.strerror or e}"
+                return None
+        result.launch["pid"] = proc.pid
+        started()
+        procs = RunProcesses(proc.pid, run_id, known)
+        pump = LogPump(proc.stdout, log_path, classifier)
+        pump.start()
+        log.info(
+            "smoke %s: launched pid %s, log %s%s",
+            run_id,
+            proc.pid,
+            log_path,
+            "" if subreaper else " (not a subreaper: a double-forked child could escape teardown)",
+        )
+        shown = Progress(f"smoke {recipe.id}", deadline_s=recipe.startup_timeout)
+        try:
+            wait = wait_ready(
+                proc,
+                base + recipe.ready_path,
+                recipe.startup_timeout,
+                watch=pump,
+                fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
+                owner=None if container else (lambda: served_by(port, procs)),
+                progress=lambda: shown.update("waiting for the engine", pump.last_line),
+                generates=lambda: generation_answered(base),
+            )
+            shown.done()
+            seen.wait = wait
+            if wait.state == "ready":
+                log.info("smoke %s: ready after %.1f s; probing", run_id, wait.startup_s)
+                probed = probe_ready(base, recipe, wait, result)
+                seen.failures, seen.notes = probed.failures, probed.notes
+                if proc.poll() is not None and not seen.failures:
+                    seen.failures.append(
+                        f"the engine exited (code {proc.returncode}) during the probes"
+                    )
+        except Exception as e:  # the runner's own bug: still tear down, report `error`
+            log.exception("smoke %s: runner failed", run_id)
+            result.outcome, result.reason = "error", f"runner error: {type(e).__name__}: {e}"
+            seen.wait = None
+        finally:
+            seen.td = teardown(proc, recipe.stop_timeout, container, procs)
+            result.teardown = seen.td.as_dict()
+            result.set_exit_code(proc.returncode)
+            pump.join(timeout=5)
+        return seen
 
-
-def _verdict(
-    cfg: Config,
-    recipe: Recipe,
-    doc: dict[str, Any],
-    wait: Wait | None,
-    failures: list[str],
-    notes: list[str],
-    log_path: Path,
-    td: Teardown,
-) -> None:
-    finding = None
-    passed = wait is not None and wait.state == "ready" and not failures
-    if wait is not None and not passed and wait.state != "foreign":
-        finding = Classifier(all_signatures(cfg.signatures)).scan(log_path)
-    if passed:
-        doc["outcome"], doc["stage_reached"] = "passed", "passed"
-        m = doc["metrics"]
-        parts = [f"ready in {m['startup_s']:.0f} s"]
-        if m["decode_tokens_per_s"] is not None:
-            parts.append(f"decode {m['decode_tokens_per_s']:.1f} tok/s")
-        if m["accept_length"] is not None:
-            parts.append(f"accept length {m['accept_length']:.2f}")
-        doc["reason"] = "passed: " + ", ".join(parts) + "".join(f"; {n}" for n in notes)
-    elif wait is None:
-        pass  # runner error, reason already set
-    elif wait.state == "fatal":
-        doc["outcome"] = "failed"
-        doc["reason"] = (
-            f"logged a known failure and was still not ready {wait.startup_s:.0f} s after launch;"
-            " stopped early instead of waiting out the startup timeout"
-        )
-    elif wait.state == "foreign":
-        doc["outcome"], doc["signature"] = "error", PORT_IN_USE
-        doc["reason"] = (
-            f"a server answered on port {recipe.host_port or recipe.port} that is not the engine"
-            " watcher launched (another process holds the port); it was not probed"
-        )
-    elif wait.state == "died":
-        doc["outcome"] = "failed"
-        doc["reason"] = f"exited with code {wait.exit_code} before becoming ready"
-        if wait.last_error:
-            doc["reason"] += f" (its ready path answered, but {wait.last_error})"
-    elif wait.state == "timeout":
-        doc["outcome"] = "timeout"
-        doc["reason"] = (
-            f"not ready after {recipe.startup_timeout:.0f} s and still running "
-            "(hang: neither ready nor dead by the deadline)"
-        )
-        if wait.last_error:
-            doc["reason"] += f"; its ready path answered, but {wait.last_error}"
-        doc["signature"] = HANG
-    else:
-        doc["outcome"] = "failed"
-        doc["reason"] = "; ".join(failures)
-    if finding is not None:
-        doc["signature"] = finding.id
-        doc["excerpt"] = finding.excerpt
-        doc["reason"] += f". {describe(finding)}"
-    elif wait is not None and not passed and wait.state != "foreign":
-        doc["excerpt"] = tail(log_path)
-        if doc["signature"] is None:
-            doc["reason"] += ". No known failure signature in the log; see the excerpt"
-    sig = doc["signature"]
-    if sig:
-        doc["blockers_reproduced"] = [
-            b for b in recipe.blockers if sig in cfg.blocker(b).signatures
-        ]
-    if td.escaped:
-        doc["reason"] += (
-            f". {len(td.escaped)} process(es) had left the run's session ({', '.join(td.escaped)});"
-            " teardown found them all the same"
-        )
-    if td.leftovers:
-        doc["reason"] += f". Teardown left {', '.join(td.leftovers)} behind"
-    if td.killed:
-        doc["reason"] += f". Needed SIGKILL after {recipe.stop_timeout:.0f} s"
+    def finish(self, result: SmokeResult, launched: Launched) -> None:
+        pass
 
 
 # ---------------------------------------------------------------- storing
@@ -456,10 +372,16 @@ def run_message(doc: dict[str, Any]) -> str:
 
 
 def record_run(
-    store: Store, doc: dict[str, Any], cycle_id: int | None = None, at: str | None = None
+    store: Store,
+    doc: dict[str, Any] | SmokeResult,
+    cycle_id: int | None = None,
+    at: str | None = None,
 ) -> int:
-    """Store the result and one `smoke` event (subject: the recipe) for the page's change list;
-    the baseline runs of a comparison first, each a run of its own recipe."""
+    """Store the result (typed, or a record as a GitHub Actions run uploads it) and one `smoke`
+    event (subject: the recipe) for the page's change list; the baseline runs of a comparison
+    first, each a run of its own recipe."""
+    if isinstance(doc, SmokeResult):
+        doc = doc.to_record()
     for base_run in doc.get("baseline_runs") or ():
         record_run(store, base_run, cycle_id, at)
     doc = {k: v for k, v in doc.items() if k != "baseline_runs"}
@@ -492,11 +414,11 @@ def _watcher_identity() -> dict[str, Any]:
     return {"pid": pid, "host": socket.gethostname(), "start": _start_time(pid)}
 
 
-def mark_started(cfg: Config, doc: dict[str, Any], recover: bool = False) -> None:
+def mark_started(cfg: Config, result: SmokeResult, recover: bool = False) -> None:
     """Store the run as `started` before (and right after) launch: if watcher dies mid-run, the
     next start finds it, tears down what it left and keeps it charged to the daily budget.
     With `recover`, first clean up after runs a dead watcher left."""
-    row = json.loads(json.dumps(doc))
+    row = json.loads(json.dumps(result.to_record()))
     row.update(outcome="started", reason="running", watcher=_watcher_identity())
     row["hardware"]["matches_target"] = False  # a run that did not finish validates nothing
     try:
@@ -508,7 +430,7 @@ def mark_started(cfg: Config, doc: dict[str, Any], recover: bool = False) -> Non
         finally:
             store.close()
     except (WatcherError, sqlite3.Error) as e:
-        log.warning("smoke %s: could not record the start in %s: %s", doc["run_id"], cfg.db_path, e)
+        log.warning("smoke %s: could not record the start in %s: %s", result.run_id, cfg.db_path, e)
 
 
 def _owner_alive(who: dict[str, Any]) -> bool:
