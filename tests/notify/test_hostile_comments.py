@@ -8,17 +8,7 @@ import re
 
 import pytest
 from kits.hostile_github import HostileServer
-from test_notify import (  # noqa: F401 (fixtures)
-    CONFIG,
-    DOCS,
-    ISSUE,
-    FakeClock,
-    cfg,
-    cycle,
-    gh,
-    loopback_only,
-    ours,
-)
+from kits.notifykit import CONFIG, DOCS, ISSUE, FakeClock, cycle, ours
 
 from watcher.config.load import load_config
 from watcher.github.comments import MAX_COMMENT_PAGES, CommentError, GithubComments

@@ -10,7 +10,7 @@ whose login ends in [bot].
 from __future__ import annotations
 
 import pytest
-from test_notify import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer
+from kits.notifykit import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, tick
 
 from watcher.config.load import load_config
 from watcher.loop.cycle import run_cycle
@@ -108,8 +108,6 @@ def test_outsiders_cannot_push_a_maintainers_ask_out_of_recent_requests(
 
 
 def test_a_failed_edit_does_not_turn_one_tick_into_two_runs(fake_github, monkeypatch, cfg):
-    from test_dashboard import tick
-
     from watcher.store.db import Store
 
     gh = fake_github
