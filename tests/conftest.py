@@ -1,5 +1,6 @@
-"""Shared pytest fixtures: the GitHub pacing budget reset per test, the shipped config, and a
-started fake GitHub. Folders add their own (tests/notify, tests/poll); helpers that are not
+"""Shared pytest fixtures: the GitHub pacing budget reset per test, the shipped config, a store
+and a started fake GitHub (kits/watchtoml.py writes a test's own watch.toml, kits/smokekit.py
+runs the fake engine). Folders add their own (tests/notify, tests/poll); helpers that are not
 fixtures live in tests/kits/. Also: the order the parallel workers are handed the tests in, and
 no orphan left a zombie under a worker."""
 
@@ -16,6 +17,7 @@ from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.github import pacing
 from watcher.smoke import launch
+from watcher.store.db import Store
 
 
 def pytest_collection_modifyitems(config, items):
@@ -81,6 +83,14 @@ def shipped_cfg():
 def cfg(shipped_cfg):
     """A test's config: the shipped one unless its folder or module defines its own `cfg`."""
     return shipped_cfg
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A fresh SQLite store where a config with data_dir = "data" keeps it, closed after."""
+    s = Store(tmp_path / "data" / "watcher.db")
+    yield s
+    s.close()
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ import socket
 
 import pytest
 from kits.notifykit import CONFIG, DOCS, ISSUE
-
-from watcher.config.load import load_config
+from kits.watchtoml import load_watch
 
 
 @pytest.fixture(autouse=True)
@@ -34,6 +33,4 @@ def gh(fake_github, monkeypatch):
 
 @pytest.fixture
 def cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text(CONFIG, encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, CONFIG)

@@ -10,8 +10,8 @@ import json
 
 import pytest
 from kits.notifykit import BOT, CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, ours, tick
+from kits.watchtoml import load_watch
 
-from watcher.config.load import load_config
 from watcher.github.comments import Comment
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import Ask, command_ask, judge_ask, status_marker, ticked_asks
@@ -20,9 +20,7 @@ from watcher.store.db import Store
 
 @pytest.fixture
 def cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text(CONFIG + "dashboard = true\n", encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, CONFIG + "dashboard = true\n")
 
 
 def cycle(cfg, minutes):

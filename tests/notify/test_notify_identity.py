@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 from kits.notifykit import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, tick
+from kits.watchtoml import load_watch
 
-from watcher.config.load import load_config
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import status_marker
 
@@ -21,9 +21,7 @@ ACTIONS = "github-actions[bot]"
 
 @pytest.fixture
 def cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text(CONFIG + "dashboard = true\n", encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, CONFIG + "dashboard = true\n")
 
 
 def cycle(cfg, minutes):
