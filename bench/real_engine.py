@@ -37,7 +37,7 @@ def one_launch(python: Path, model: Path, spec: bool, repeats: int, tokens: int)
     recipe = Recipe(
         id="bench",
         engine="vllm",
-        command=tuple(vllm.command(python, spec=spec)),
+        command=tuple(vllm.command(python, spec=spec, eager=False)),
         model=str(model),
         port=port,
         spec_decode=spec,

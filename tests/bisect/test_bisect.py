@@ -251,6 +251,7 @@ def test_budget(n, expected):
     assert budget_for(n) == expected
 
 
+@pytest.mark.slow(seconds=30)  # slow builds decode slowly, three runs each
 def test_noisy_performance_regression_is_found_with_enough_repeats(
     tmp_path, fake_github, monkeypatch
 ):
@@ -260,7 +261,10 @@ def test_noisy_performance_regression_is_found_with_enough_repeats(
         "--bad-from", "v0.1.2", "--bad-mode", "slow", "--tokens-per-s", "400",
         "--bad-tokens-per-s", "40", "--speed-noise", "0.2",
     ]  # fmt: skip
-    checks = "min_decode_tokens_per_s = 100.0"
+    # 48 timed tokens, not 128: a slow build's run (a warm-up and three timed generations at
+    # 40 tok/s) takes 5 s, not 13, and a build still needs a 0.3 s stall to be misjudged either
+    # way; the speeds, the noise and the floor stay as they were
+    checks = "min_decode_tokens_per_s = 100.0\ndecode_tokens = 48"
     extra = "[bisect]\nthreshold = 0.5"
     cfg = write_config(tmp_path, fake_github, tags, args, checks=checks, extra=extra)
     r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--repeat", "3")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kits.watchtoml import load_watch
 
 from watcher.config.load import load_config, parse_config
 from watcher.config.reader import parse_duration
@@ -29,9 +30,7 @@ items = ["pr"]
 
 
 def parse(text: str, tmp_path: Path):
-    path = tmp_path / "watch.toml"
-    path.write_text(text)
-    return load_config(path)
+    return load_watch(tmp_path, text)
 
 
 def error_of(text: str, tmp_path: Path) -> str:

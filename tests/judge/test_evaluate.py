@@ -15,11 +15,6 @@ REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def cfg():
-    return load_config(REPO / "watch.toml")
-
-
 def rows(**states):
     """item id -> a stored row with that state (pull extras via tuples)."""
     out = {}

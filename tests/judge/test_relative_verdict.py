@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 from kits.smokekit import REPO, free_port
+from kits.watchtoml import load_watch
 
 from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
@@ -78,9 +79,7 @@ PYTHONPATH = "{REPO}"
         + '\n[[page]]\nid = "sglang"\ntitle = "SGLang"\noutput = "SGLANG.md"\n'
         'template = "sglang.md.j2"\nrecipes = ["sglang-eagle"]\n' + park
     )
-    path = tmp_path / "watch.toml"
-    path.write_text(text, encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, text)
 
 
 def _smoke_and_evaluate(cfg):

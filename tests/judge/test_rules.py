@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from kits.watchtoml import load_watch
 
 from watcher.config.load import load_config
 from watcher.config.model import Item
@@ -75,9 +76,7 @@ recipes = ["r"]
 
 
 def parse(text: str, tmp_path: Path):
-    path = tmp_path / "watch.toml"
-    path.write_text(text)
-    return load_config(path)
+    return load_watch(tmp_path, text)
 
 
 def error_of(text: str, tmp_path: Path) -> str:

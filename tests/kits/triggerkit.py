@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kits.smokekit import REPO, free_port
-from watcher.config.load import load_config
+from kits.watchtoml import load_watch
 from watcher.config.model import recipe_digest
 from watcher.core.clock import iso
 
@@ -77,9 +77,7 @@ poll_interval = 0.01
 
 
 def make_cfg(tmp_path, **kw):
-    path = tmp_path / "watch.toml"
-    path.write_text(config_text(**kw))
-    return load_config(path)
+    return load_watch(tmp_path, config_text(**kw))
 
 
 def gha_cfg(tmp_path):

@@ -58,7 +58,7 @@ def check_consistent(folder: Path) -> None:
         assert page.read_text().rstrip().endswith("(DeltaNet rollback)")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_sigkill_at_random_moments(tmp_path):
     rng = random.Random(20261130)
     config = (

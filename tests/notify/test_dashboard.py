@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
-from test_notify import BOT, CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, ours
+from kits.notifykit import BOT, CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, ours, tick
+from kits.watchtoml import load_watch
 
-from watcher.config.load import load_config
 from watcher.github.comments import Comment
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import Ask, command_ask, judge_ask, status_marker, ticked_asks
@@ -20,39 +19,13 @@ from watcher.store.db import Store
 
 
 @pytest.fixture
-def gh(fake_github, monkeypatch):
-    monkeypatch.setenv("GITHUB_API_URL", fake_github.url)
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
-    fake_github.add_issue(DOCS, ISSUE, title="SGLang on 3090s: tracking")
-    fake_github.add_pull("up/engine", 5, title="Fix the loader pad")
-    return fake_github
-
-
-@pytest.fixture
 def cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text(CONFIG + "dashboard = true\n", encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, CONFIG + "dashboard = true\n")
 
 
 def cycle(cfg, minutes):
     pacer = RecordingPacer(FakeClock())
     return run_cycle(cfg, now=T0.replace(minute=minutes), notify_kw={"pacer": pacer}, no_smoke=True)
-
-
-def tick(gh, text: str) -> None:
-    """Tick the box whose line holds `text`, by editing the comment (what GitHub's UI does)."""
-    (sticky,) = ours(gh, status_marker("eng"))
-    lines = [
-        line.replace("- [ ]", "- [x]", 1) if text in line else line
-        for line in sticky["body"].split("\n")
-    ]
-    r = httpx.patch(
-        f"{gh.url}/repos/{DOCS}/issues/comments/{sticky['id']}",
-        json={"body": "\n".join(lines)},
-        headers={"Authorization": "Bearer test-token"},
-    )
-    assert r.status_code == 200
 
 
 def store_of(cfg):

@@ -8,19 +8,9 @@ import re
 
 import pytest
 from kits.hostile_github import HostileServer
-from test_notify import (  # noqa: F401 (fixtures)
-    CONFIG,
-    DOCS,
-    ISSUE,
-    FakeClock,
-    cfg,
-    cycle,
-    gh,
-    loopback_only,
-    ours,
-)
+from kits.notifykit import CONFIG, DOCS, ISSUE, FakeClock, cycle, ours
+from kits.watchtoml import load_watch
 
-from watcher.config.load import load_config
 from watcher.github.comments import MAX_COMMENT_PAGES, CommentError, GithubComments
 from watcher.notify.plan import status_marker
 
@@ -131,9 +121,7 @@ def hostile_cfg(tmp_path):
         "[[blocker]]",
         '[[item]]\nid = "rel"\nrepo = "up/engine"\nkind = "releases"\n\n[[blocker]]',
     ).replace('items = ["fix-pr"]', 'items = ["fix-pr"]\nwatch = ["rel"]')
-    path = tmp_path / "watch.toml"
-    path.write_text(text, encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, text)
 
 
 def assert_inert(text: str) -> None:

@@ -11,20 +11,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
+from kits.notifykit import BOT, CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, cycle, ours
 
 from watcher.cli import cli
 from watcher.config.load import load_config
-from watcher.core.clock import parse_iso
-from watcher.github.comments import Pacer
 from watcher.judge.evaluate import evaluate
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import GITHUB_BODY_LIMIT, event_marker, status_marker
@@ -32,119 +29,10 @@ from watcher.notify.send import PAUSE_AFTER_POST_ENV, run_notify
 from watcher.store.db import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DOCS, ISSUE = "guide/docs", 7
-BOT = "watcher-bot"
-T0 = parse_iso("2026-11-30T12:00:00Z")
-
-CONFIG = """
-[watcher]
-data_dir = "data"
-site_dir = "site"
-
-[[item]]
-id = "fix-pr"
-repo = "up/engine"
-kind = "pull"
-number = 5
-label = "the loader fix"
-
-[[blocker]]
-id = "crash"
-title = "Crash on load"
-items = ["fix-pr"]
-signatures = ["marlin-tile-n"]
-
-[[recipe]]
-id = "r1"
-engine = "sglang"
-command = ["python", "-m", "engine", "--port", "{port}"]
-blockers = ["crash"]
-
-[[page]]
-id = "eng"
-title = "Engine"
-output = "ENGINE.md"
-blockers = ["crash"]
-recipes = ["r1"]
-
-[notify]
-enabled = true
-repo = "guide/docs"
-issue = 7
-"""
-
-
-@pytest.fixture(autouse=True)
-def loopback_only(monkeypatch):
-    """No test here may reach past 127.0.0.1, whatever library opens the socket."""
-    real_connect = socket.socket.connect
-
-    def connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            host = address[0]
-            assert host in ("127.0.0.1", "localhost", "::1"), f"refused non-loopback {host}"
-        return real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-
-
-class FakeClock:
-    """Time that moves only when slept on: spacing is checked without waiting for it."""
-
-    def __init__(self):
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def time(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-class RecordingPacer(Pacer):
-    def __init__(self, clock: FakeClock, interval: float = 1.0):
-        super().__init__(interval, clock=clock.time, sleep=clock.sleep)
-        self.write_times: list[float] = []
-
-    def before_write(self) -> None:
-        super().before_write()
-        self.write_times.append(self.clock())
-
-
-@pytest.fixture
-def gh(fake_github, monkeypatch):
-    monkeypatch.setenv("GITHUB_API_URL", fake_github.url)
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
-    fake_github.add_issue(DOCS, ISSUE, title="SGLang on 3090s: tracking")
-    fake_github.add_pull("up/engine", 5, title="Fix the loader pad")
-    return fake_github
-
-
-@pytest.fixture
-def cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text(CONFIG, encoding="utf-8")
-    return load_config(path)
-
-
-def cycle(cfg, clock, minutes=0, **kw):
-    pacer = RecordingPacer(clock)
-    report = run_cycle(
-        cfg, now=T0.replace(minute=minutes), notify_kw={"pacer": pacer, **kw}, no_smoke=True
-    )
-    return report, pacer
 
 
 def writes(gh):
     return [r for r in gh.requests if r.method in ("POST", "PATCH", "DELETE")]
-
-
-def ours(gh, marker):
-    return [
-        c for c in gh.comments(DOCS, ISSUE) if marker in c["body"] and c["user"]["login"] == BOT
-    ]
 
 
 def add_run(cfg, run_id, outcome, signature=None, excerpt="", minute=0):

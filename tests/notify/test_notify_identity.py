@@ -10,9 +10,9 @@ whose login ends in [bot].
 from __future__ import annotations
 
 import pytest
-from test_notify import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer
+from kits.notifykit import CONFIG, DOCS, ISSUE, T0, FakeClock, RecordingPacer, tick
+from kits.watchtoml import load_watch
 
-from watcher.config.load import load_config
 from watcher.loop.cycle import run_cycle
 from watcher.notify.plan import status_marker
 
@@ -21,9 +21,7 @@ ACTIONS = "github-actions[bot]"
 
 @pytest.fixture
 def cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text(CONFIG + "dashboard = true\n", encoding="utf-8")
-    return load_config(path)
+    return load_watch(tmp_path, CONFIG + "dashboard = true\n")
 
 
 def cycle(cfg, minutes):
@@ -108,8 +106,6 @@ def test_outsiders_cannot_push_a_maintainers_ask_out_of_recent_requests(
 
 
 def test_a_failed_edit_does_not_turn_one_tick_into_two_runs(fake_github, monkeypatch, cfg):
-    from test_dashboard import tick
-
     from watcher.store.db import Store
 
     gh = fake_github

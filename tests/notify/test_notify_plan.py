@@ -37,8 +37,9 @@ BOT, HUMAN = "watcher-bot", "maintainer"
 
 
 @pytest.fixture(scope="module")
-def cfg():
-    return load_config(REPO / "watch.toml")
+def cfg(shipped_cfg):
+    """The shipped watch.toml (tests/notify/conftest.py's `cfg` is the notify tests' own)."""
+    return shipped_cfg
 
 
 def event(id, kind="page", subject="sglang", old="blocked", new="ready-to-test", at=NOW, **kw):

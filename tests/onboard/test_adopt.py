@@ -34,7 +34,7 @@ def run(argv, cwd: Path, env: dict, timeout: int = 300) -> subprocess.CompletedP
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_the_five_minute_path(tmp_path, fake_github):
     steps = readme_path()
     from watcher.onboard.scaffold import install_problem, pinned_install

@@ -46,12 +46,6 @@ absent = ['not divisible by min_thread_n']
 """
 
 
-@pytest.fixture
-def gh():
-    with FakeGitHub() as fake:
-        yield fake
-
-
 def write_config(tmp_path: Path, gh: FakeGitHub, body: str, page: str = "") -> Path:
     path = tmp_path / "watch.toml"
     path.write_text(f'[watcher]\ngithub_api_url = "{gh.url}"\ntimeout = "5s"\n{body}{page}')

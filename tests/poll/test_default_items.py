@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from watcher.config.load import load_config
 from watcher.fakes.github import FakeGitHub
 from watcher.github.client import GitHubClient
 from watcher.poll.poller import read_code_item
@@ -30,11 +27,6 @@ MODEL_SETS_IT = MODEL + (
     "        if quant_config is not None and hasattr(quant_config, 'packed_modules_mapping'):\n"
     "            quant_config.packed_modules_mapping = self.packed_modules_mapping\n"
 )
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return load_config(REPO / "watch.toml")
 
 
 def state(cfg, item_id: str, files: dict[str, str]) -> tuple[str, dict]:

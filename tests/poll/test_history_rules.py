@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
-from watcher.config.load import load_config
 from watcher.config.model import Item
 from watcher.fakes.replay import ReplayGitHub
 from watcher.github.client import GitHubClient
@@ -23,11 +22,6 @@ from watcher.poll import poller as poll
 
 REPO = Path(__file__).resolve().parents[2]
 CUT = "2026-04-30T23:59:59Z"
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return load_config(REPO / "watch.toml")
 
 
 @pytest.fixture(scope="module")

@@ -52,12 +52,6 @@ blockers = ["marlin-pad"]
 """
 
 
-@pytest.fixture
-def gh():
-    with FakeGitHub() as fake:
-        yield fake
-
-
 def blocker(report, bid="marlin-pad") -> dict:
     return next(b for b in report.status["blockers"] if b["id"] == bid)
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from watcher.config.load import parse_config
-from watcher.fakes.github import FakeGitHub
 from watcher.github.client import GitHubClient
 from watcher.loop.cycle import run_cycle
 from watcher.poll.poller import Poller
@@ -26,12 +25,6 @@ def item(kind, number=None, **extra):
         number=number,
         **extra,
     )
-
-
-@pytest.fixture
-def gh():
-    with FakeGitHub() as fake:
-        yield fake
 
 
 def poll(gh, it, **kw):

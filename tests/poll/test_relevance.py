@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_code_items import cycle, item_doc, write_config
 
-from watcher.config.load import load_config, parse_config
+from watcher.config.load import parse_config
 from watcher.config.model import Item
 from watcher.core.errors import ConfigError
 from watcher.fakes.github import FakeGitHub
@@ -23,11 +23,6 @@ from watcher.poll.poller import commit_matches, excluded
 
 REPO = Path(__file__).resolve().parents[2]
 SGL = "sgl-project/sglang"
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return load_config(REPO / "watch.toml")
 
 
 GDN_MUST_MATCH = {

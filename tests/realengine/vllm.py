@@ -42,14 +42,25 @@ def make_model(python: Path, out: Path, head_dim: int = 32) -> Path:
     return out
 
 
-def command(python: Path, *, spec: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
-    """vLLM's OpenAI server (`vllm serve` finds no package metadata in this install)."""
+def command(
+    python: Path, *, spec: bool = False, extra: tuple[str, ...] = (), eager: bool = True
+) -> list[str]:
+    """vLLM's OpenAI server (`vllm serve` finds no package metadata in this install).
+
+    `eager` (the tests): `--enforce-eager`, no torch.compile warm-up, which builds C++ kernels with
+    gcc at every launch of a test run (each logged "saved AOT compiled function"): ~25 s of CPU a
+    launch here, more than the rest of a start, and three times that on a loaded
+    machine. The tests check watcher's side (launch, readiness, probes, metrics, teardown,
+    classification), which eager mode leaves as it is; the head_dim-16 refusal still comes at the
+    first generation, after /health answered. bench/real_engine.py times the compiled engine."""
     argv = [
         str(python), "-m", "vllm.entrypoints.openai.api_server",
         "--model", "{model}", "--served-model-name", "tiny",
         "--host", "127.0.0.1", "--port", "{port}",
         "--gpu-memory-utilization", "0.15", "--max-model-len", "1024",
     ]  # fmt: skip
+    if eager:
+        argv.append("--enforce-eager")
     if spec:
         argv += ["--speculative-config", json.dumps(NGRAM)]
     return argv + list(extra)

@@ -99,6 +99,7 @@ def _agree(samples):
     assert all(median / AGREE_WITHIN <= x <= median * AGREE_WITHIN for x in samples), samples
 
 
+@pytest.mark.slow(seconds=60)  # two engine starts and ten timed generations on the CPU
 def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline(
     tmp_path, python, model
 ):
@@ -156,6 +157,7 @@ def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline
     )
 
 
+@pytest.mark.slow(seconds=10)  # vLLM's imports, then its refusal
 def test_an_unknown_flag_on_real_vllm_is_a_recipe_error_naming_it(tmp_path, python, model):
     extra = _recipe("bad", "bad", vllm.command(python, extra=("--no-such-flag-xyz",)), model)
     (tmp_path / "watch.toml").write_text('[watcher]\ndata_dir = "data"\n' + extra)
@@ -166,6 +168,7 @@ def test_an_unknown_flag_on_real_vllm_is_a_recipe_error_naming_it(tmp_path, pyth
     assert doc["blockers_reproduced"] == [] and doc["teardown"]["leftovers"] == []
 
 
+@pytest.mark.slow(seconds=30)  # one engine start on the CPU
 def test_health_without_a_generation_is_not_ready_on_real_vllm(tmp_path, python):
     """head_dim 16: /health answers 200, the first request fails and the server exits."""
     model16 = vllm.make_model(python, tmp_path / "tiny16", head_dim=16)

@@ -3,7 +3,6 @@
 import json
 from datetime import timedelta
 
-import pytest
 from click.testing import CliRunner
 from kits.smokekit import (
     REPO,
@@ -14,9 +13,10 @@ from kits.smokekit import (
     with_path,
 )
 from kits.triggerkit import NOW, config_text, gha_cfg, make_cfg, remote_doc
+from kits.watchtoml import load_watch
 
 from watcher.cli import cli
-from watcher.config.load import load_config, parse_config
+from watcher.config.load import parse_config
 from watcher.core.clock import iso
 from watcher.github.client import GitHubClient
 from watcher.judge.evaluate import evaluate
@@ -26,13 +26,6 @@ from watcher.smoke.dispatch import dispatch_and_wait
 from watcher.smoke.run import record_run
 from watcher.smoke.trigger import due_recipes, run_triggers
 from watcher.store.db import Store
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "data" / "watcher.db")
-    yield s
-    s.close()
 
 
 def item_event(subject, old="open", new="merged"):
@@ -399,9 +392,7 @@ def test_check_now_runs_the_recipe_when_the_page_becomes_ready(tmp_path, fake_gi
 
 
 def sglang_cfg(tmp_path):
-    path = tmp_path / "watch.toml"
-    path.write_text((REPO / "watch.toml").read_text())
-    return load_config(path)
+    return load_watch(tmp_path, (REPO / "watch.toml").read_text())
 
 
 def seed_runs(cfg, docs):

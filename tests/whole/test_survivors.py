@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from test_evaluate import rows, run
 
-from watcher.config.load import load_config
 from watcher.config.model import Hardware, Item
 from watcher.core.errors import GitHubError
 from watcher.core.redact import redact
@@ -26,11 +25,6 @@ from watcher.smoke.hardware import Gpu, GpuReading, check_hardware
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return load_config(REPO / "watch.toml")
 
 
 # ---------------------------------------------------------------- evaluate.py
