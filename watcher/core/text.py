@@ -19,6 +19,10 @@ from watcher.core.redact import redact
 UNSAFE = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff\ud800-\udfff]"
 )
+# What cannot be stored as valid UTF-8 text, or breaks a line: C0 controls but tab and newline,
+# DEL, C1 controls and lone surrogates. Bidi marks and non-characters are kept in the store (they
+# are words upstream wrote) and dropped wherever the text is shown.
+UNSTORABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _SAFE_URL = re.compile(r"^https?://[^\s<>()\"']+$")
 
 
@@ -28,9 +32,9 @@ def drop_unsafe(text: str) -> str:
 
 
 def storable(text: str) -> str:
-    """Text as it arrives, made safe to store: each unsafe character becomes U+FFFD, so what was
-    there stays visible, and upstream's words are kept as they are (nothing redacted yet)."""
-    return UNSAFE.sub("\ufffd", text)
+    """Text as it arrives, made safe to store: each unstorable character becomes U+FFFD, so what
+    was there stays visible, and upstream's words are kept as they are (nothing redacted yet)."""
+    return UNSTORABLE.sub("\ufffd", text)
 
 
 def clean_text(text: Any) -> str:
