@@ -182,6 +182,12 @@ def cli(ctx: click.Context, verbose: int) -> None:
     help="Only print [[recipe]] tables proposed for every compose file under FOLDER.",
 )
 @click.option(
+    "--all",
+    "include_all",
+    is_flag=True,
+    help="With --scan-composes: also propose deprecated and archived composes, marked.",
+)
+@click.option(
     "--adopt",
     "adopt",
     metavar="PAGE",
@@ -194,6 +200,7 @@ def init(
     smoke: bool,
     install: str | None,
     scan: Path | None,
+    include_all: bool,
     adopt: Path | None,
 ) -> None:
     """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
@@ -204,9 +211,11 @@ def init(
     A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
     hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
 
-    With --scan-composes FOLDER nothing is written: recipes proposed for every compose file
-    under FOLDER (engine guessed from the image, notes on what could not be told) are printed,
-    their paths relative to DIRECTORY, for you to read and append to watch.toml.
+    With --scan-composes FOLDER nothing is written: recipes proposed for every live compose file
+    under FOLDER (read as Compose interpolates it; engine from the guide's engine folder or the
+    image; notes on what could not be told) are printed, their paths relative to DIRECTORY, for
+    you to read and append to watch.toml. Deprecated and archived composes are listed, not
+    proposed, unless --all.
 
     Example: watcher init --github ~/src/my-guide
 
@@ -214,14 +223,17 @@ def init(
 
     Example: watcher init --scan-composes models/ >> watch.toml
     """
+    if include_all and scan is None:
+        raise click.UsageError("--all goes with --scan-composes")
     if scan is not None:
         if github or smoke or install:
             raise click.UsageError("--scan-composes only prints; it goes without --github")
-        from watcher.onboard.scaffold import proposals_toml, scan_composes
+        from watcher.onboard.shelf import proposals_toml, scan_composes
 
-        proposals = scan_composes(scan, directory)
-        click.echo(proposals_toml(proposals), nl=False)
-        click.echo(f"{len(proposals)} recipe(s) proposed from {scan}", err=True)
+        shelf = scan_composes(scan, directory, include_all=include_all)
+        click.echo(proposals_toml(shelf), nl=False)
+        left = f"; {len(shelf.skipped)} not proposed (listed)" if shelf.skipped else ""
+        click.echo(f"{len(shelf.proposals)} recipe(s) proposed from {scan}{left}", err=True)
         return
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")

@@ -161,7 +161,7 @@ def test_paths_are_relative_to_the_config(tmp_path):
         ),
         (
             '[[recipe]]\nid = "r"\nengine = "tgi"\ncommand = ["x"]\n',
-            "[recipe[0]] key 'engine': must be one of sglang, vllm, llama.cpp, ik_llama.cpp, other",
+            "[recipe[0]] key 'engine': must be one of sglang, vllm, llama.cpp, ik_llama.cpp, beellama, llamacpp-club3090, vllm-omni, vllm-lmcache, other",
         ),
         ("[notify]\nenabled = true\n", "[notify] key 'repo': is required when enabled = true"),
         (

@@ -1,93 +1,133 @@
-"""`watcher init --scan-composes models/`: a recipe proposed for every compose file, the engine
-guessed from the image, and a note of what could not be told; the proposal loads as config."""
+"""`watcher init --scan-composes models/`: a recipe proposed for each live compose file of a guide
+shaped like the real one (tests/onboard/guide), read as Compose interpolates it; deprecated and
+archived composes listed, not proposed (`--all` proposes them, marked); the proposals load."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from watcher.cli import cli
 from watcher.config.load import load_config
+from watcher.onboard.shelf import scan_composes
 
-VLLM = """
-services:
-  vllm:
-    image: vllm/vllm-openai:v0.24.0
-    ports: ["${PORT:-8020}:8000"]
-    deploy:
-      resources:
-        reservations:
-          devices: [{driver: nvidia, count: 2, capabilities: [gpu]}]
-  open-webui:
-    image: ghcr.io/open-webui/open-webui:main
-    ports: ["3000:8080"]
-"""
-SGLANG = """
-services:
-  sglang:
-    image: lmsysorg/sglang:latest
-    ports: ["30000:30000"]
-    deploy:
-      resources:
-        reservations:
-          devices: [{driver: nvidia, count: all, capabilities: [gpu]}]
-"""
-LLAMA = """
-services:
-  server:
-    image: local/my-build:latest
-    ports: ["8080"]
-    environment:
-      NVIDIA_VISIBLE_DEVICES: "0"
-"""
+GUIDE = Path(__file__).parent / "guide"
+Q = "models/qwen3.6-27b"
+
+# compose -> (host port, GPU count, engine, spec method, marked), what a maintainer would say
+EXPECTED = {
+    f"{Q}/vllm/compose/single/autoround-int4/long-text.yml": (8031, 1, "vllm", "", ""),
+    f"{Q}/vllm/compose/dual/fp8/max.yml": (8013, 2, "vllm", "mtp", ""),
+    f"{Q}/vllm/compose/dual/autoround-int4/preview.yml": (8016, 2, "vllm", "eagle3", ""),
+    f"{Q}/sglang/compose/dual/autoround-int4/eagle3.yml": (8041, 2, "sglang", "eagle3", "parked"),
+    f"{Q}/beellama/compose/single/q5ks/fast.yml": (8064, 1, "beellama", "mtp", ""),
+    f"{Q}/llamacpp-club3090/compose/dual/iq4xs/moecache.yml": (
+        8119, 2, "llamacpp-club3090", "draft", "",
+    ),
+    f"{Q}/ik-llama/compose/single/iq4ks/two-stage.yml": (8050, 1, "ik_llama.cpp", "", ""),
+}  # fmt: skip
+NOT_LIVE = {
+    f"{Q}/vllm/compose/single/autoround-int4/tools.yml": (8031, 1, "vllm", "", "deprecated"),
+    f"{Q}/vllm/compose/_archive/dual/autoround-int4/turbo.yml": (
+        8011, 2, "vllm", "mtp", "archived, deprecated",
+    ),
+}  # fmt: skip
 
 
+@pytest.fixture
 def guide(tmp_path: Path) -> Path:
-    files = {
-        "models/qwen3.6-27b/vllm/compose/dual/autoround-int4/mtp.yml": VLLM,
-        "models/qwen3.6-27b/sglang/compose/dual/autoround-int4/eagle3-experimental.yml": SGLANG,
-        "models/qwen3.6-27b/llama_cpp/compose/single/q4_k_m/baseline.yml": LLAMA,
-        "models/qwen3.6-27b/README.yml": "not: [a compose file\n",
-    }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    return tmp_path
+    shutil.copytree(GUIDE, tmp_path / "guide")
+    return tmp_path / "guide"
 
 
-def test_scan_proposes_recipes_that_load(tmp_path):
-    root = guide(tmp_path)
-    r = CliRunner().invoke(cli, ["init", str(root), "--scan-composes", str(root / "models")])
+def _loaded(root: Path, toml: str):
+    (root / "watch.toml").write_text('[watcher]\ndata_dir = "data"\n' + toml)
+    return {r.compose: r for r in load_config(root / "watch.toml").recipes}
+
+
+def test_scan_proposes_live_composes_right(guide, monkeypatch):
+    for name in ("PORT", "ESTATE_PORT", "MODEL_DIR", "ESTATE_GPUS", "VLLM_NIGHTLY_SHA"):
+        monkeypatch.delenv(name, raising=False)  # the config reads as this shell would run it
+    r = CliRunner().invoke(cli, ["init", str(guide), "--scan-composes", str(guide / "models")])
     assert r.exit_code == 0, r.output
+    assert "7 recipe(s) proposed" in r.stderr and "2 not proposed" in r.stderr
     out = r.stdout
-    assert "3 recipe(s) proposed" in r.stderr  # the web UI beside vLLM is no recipe
-    assert 'id = "vllm-qwen3.6-27b-dual-autoround-int4-mtp"' in out
-    assert 'compose = "models/qwen3.6-27b/vllm/compose/dual/autoround-int4/mtp.yml"' in out
-    assert "open-webui" not in out
-    # what it could not tell, said
-    assert "# note: reserves all GPUs (`count: all`)" in out
-    assert "# note: GPU count 2 guessed from the folder 'dual'" in out
-    assert "# note: engine llama.cpp guessed from the folder name, not the image" in out
-    assert "# note: port 8080 is published on an ephemeral host port" in out
-    (root / "watch.toml").write_text('[watcher]\ndata_dir = "data"\n' + out)
-    cfg = load_config(root / "watch.toml")
-    recipes = {x.id: x for x in cfg.recipes}
-    v = recipes["vllm-qwen3.6-27b-dual-autoround-int4-mtp"]
-    assert (v.engine, v.hardware.gpu_count, v.host_port, v.port) == ("vllm", 2, 8020, 8000)
-    assert (v.quant, v.spec_method, v.spec_decode) == ("autoround-int4", "mtp", True)
-    s = recipes["sglang-qwen3.6-27b-dual-autoround-int4-eagle3-experimental"]
-    assert (s.engine, s.spec_method, s.hardware.gpu_count) == ("sglang", "eagle3", 2)
-    ll = recipes["llama.cpp-qwen3.6-27b-single-q4_k_m-baseline"]
-    assert (ll.engine, ll.hardware.gpu_count, ll.spec_method) == ("llama.cpp", 1, "")
+    for path in NOT_LIVE:
+        assert f"#   {path}: " in out and f'compose = "{path}"' not in out
+    assert "_archive/dual/autoround-int4/turbo.yml: archived under compose/_archive/" in out
+    assert "open-webui" not in out  # the UI beside ik_llama.cpp is no recipe
+    recipes = _loaded(guide, out)
+    assert set(recipes) == set(EXPECTED)
+    got = {
+        path: (x.host_port, x.hardware.gpu_count, x.engine, x.spec_method, _mark(x.notes))
+        for path, x in recipes.items()
+    }
+    assert got == EXPECTED
+    # ids readable and unique; the SGLang recipe needs MODEL_DIR from the host, and says so
+    assert "sglang-qwen3.6-27b-dual-autoround-int4-eagle3" in {x.id for x in recipes.values()}
+    sg = recipes[f"{Q}/sglang/compose/dual/autoround-int4/eagle3.yml"]
+    assert sg.pass_env == ("MODEL_DIR",) and sg.port == 30000 and sg.spec_decode
+    assert (
+        "# note: the compose requires MODEL_DIR (`${MODEL_DIR:?…}`: 'MODEL_DIR is required')" in out
+    )
+    assert sg.notes.startswith("compose parked: ⚠ PARKED 2026-05-21")
+    # the model from --model, the fork's image, and the variable the guide's launcher fills
+    assert recipes[f"{Q}/vllm/compose/dual/fp8/max.yml"].model == "qwen3.6-27b-fp8"
+    assert "# image: ghcr.io/example/beellama-cpp:v0.3.0" in out
+    assert "leaves VLLM_NIGHTLY_SHA to the guide's launcher (Engine-profile: vllm-nightly)" in out
+    assert '# VLLM_NIGHTLY_SHA = "..."' in out
 
 
-def test_scan_writes_nothing_and_refuses_github(tmp_path):
-    root = guide(tmp_path)
-    before = sorted(p for p in root.rglob("*"))
-    r = CliRunner().invoke(cli, ["init", str(root), "--scan-composes", str(root / "models")])
-    assert r.exit_code == 0 and sorted(root.rglob("*")) == before
+def _mark(notes: str) -> str:
+    return notes.removeprefix("compose ").split(":")[0] if notes else ""
+
+
+def test_scan_all_proposes_deprecated_and_archived_marked(guide):
+    shelf = scan_composes(guide / "models", guide, include_all=True)
+    assert not shelf.skipped
+    by_path = {p.compose: p for p in shelf.proposals}
+    assert set(by_path) == set(EXPECTED) | set(NOT_LIVE)
+    turbo = by_path[f"{Q}/vllm/compose/_archive/dual/autoround-int4/turbo.yml"]
+    assert turbo.id == "vllm-qwen3.6-27b-dual-autoround-int4-turbo"  # no _archive in the id
+    assert (turbo.gpu_count, turbo.mark) == (2, "archived, deprecated")
+    assert turbo.image == "vllm/vllm-openai:nightly-e47c98ef"
+    recipes = _loaded(guide, CliRunner().invoke(
+        cli, ["init", str(guide), "--scan-composes", str(guide / "models"), "--all"]
+    ).stdout)  # fmt: skip
+    got = {
+        path: (x.host_port, x.hardware.gpu_count, x.engine, x.spec_method, _mark(x.notes))
+        for path, x in recipes.items()
+    }
+    assert got == {**EXPECTED, **NOT_LIVE}
+
+
+def test_an_archived_twin_gets_its_own_id(guide):
+    live = guide / Q / "vllm/compose/dual/autoround-int4/turbo.yml"
+    shutil.copy(guide / Q / "vllm/compose/_archive/dual/autoround-int4/turbo.yml", live)
+    live.write_text(live.read_text().replace("Deprecated", "Production"))
+    ids = sorted(p.id for p in scan_composes(guide / "models", guide, True).proposals)
+    assert "vllm-qwen3.6-27b-dual-autoround-int4-turbo" in ids
+    assert "vllm-qwen3.6-27b-dual-autoround-int4-turbo-archived" in ids
+
+
+def test_scan_writes_nothing_and_refuses_github(guide):
+    before = sorted(guide.rglob("*"))
+    r = CliRunner().invoke(cli, ["init", str(guide), "--scan-composes", str(guide / "models")])
+    assert r.exit_code == 0 and sorted(guide.rglob("*")) == before
     r = CliRunner().invoke(
-        cli, ["init", str(root), "--github", "--scan-composes", str(root / "models")]
+        cli, ["init", str(guide), "--github", "--scan-composes", str(guide / "models")]
     )
     assert r.exit_code == 2 and "--scan-composes only prints" in r.output
+    r = CliRunner().invoke(cli, ["init", str(guide), "--all"])
+    assert r.exit_code == 2 and "--all goes with --scan-composes" in r.output
+
+
+def test_a_malformed_variable_is_listed_not_proposed(guide):
+    bad = guide / Q / "vllm/compose/single/autoround-int4/bad.yml"
+    bad.write_text("services:\n  s:\n    image: vllm/vllm-openai:${TAG/x/y}\n")
+    shelf = scan_composes(guide / "models", guide)
+    [(path, why)] = [s for s in shelf.skipped if s[0].endswith("bad.yml")]
+    assert "invalid interpolation format" in why and str(bad) in why

@@ -372,3 +372,79 @@ def test_the_next_start_takes_down_a_project_a_killed_watcher_left(tmp_path, doc
     assert f"compose project {project} taken down" in run["reason"]
     assert ["compose", "-p", project, "down", "-v", "--remove-orphans"] in calls(docker_env)
     assert not (docker_env / f"{project}.pid").exists()
+
+
+# ---------------------------------------------------------------- refused before `up`
+
+
+def _needs_model_dir(path: Path) -> None:
+    path.write_text(
+        path.read_text().replace(
+            "    ports:",
+            '    volumes:\n      - "${MODEL_DIR:?MODEL_DIR is required}:/m:ro"\n    ports:',
+        )
+    )
+
+
+def test_a_required_variable_unset_is_a_setup_error_before_up(tmp_path, docker_env, monkeypatch):
+    """`${MODEL_DIR:?…}` with MODEL_DIR not in the run's environment: refused before `docker
+    compose up` (no pull, no model load, no GPU), as a setup error naming the variable — not an
+    engine failure, and no blocker's evidence. Set on the host but not passed, it is still
+    missing (the run's environment drops it); named in pass_env, the run goes ahead."""
+    port = free_port()
+    f = compose_file(tmp_path / "models" / "c.yml", port, "--ready-delay", "0.2")
+    _needs_model_dir(f)
+    monkeypatch.delenv("MODEL_DIR", raising=False)
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    for host_value in (None, str(tmp_path)):
+        if host_value:
+            monkeypatch.setenv("MODEL_DIR", host_value)
+        doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+        assert doc["outcome"] == "error", doc["reason"]
+        assert doc["reason"].startswith("not launched (setup): models/c.yml requires MODEL_DIR")
+        assert "'MODEL_DIR is required'" in doc["reason"] and "pass_env" in doc["reason"]
+        assert doc["signature"] is None and doc["blockers_reproduced"] == []
+        assert calls(docker_env) == []  # no `up`, no `down`: docker was never asked anything
+        assert _engine_pids(docker_env) == []
+    cfg = load_config(
+        write_compose_config(tmp_path, "models/c.yml", extra='pass_env = ["MODEL_DIR"]')
+    )
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert calls(docker_env)[0][-3:] == ["up", "-d", "engine"]
+    _assert_taken_down(docker_env, doc)
+
+
+def test_no_port_known_is_a_setup_error_before_up(tmp_path, docker_env):
+    port = free_port()
+    f = compose_file(tmp_path / "models" / "c.yml", port)
+    f.write_text(f.read_text().replace(f'    ports:\n      - "{port}:{port}"\n', ""))
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    assert cfg.recipes[0].host_port is None
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "error" and doc["signature"] is None
+    assert doc["reason"] == (
+        "not launched (setup): models/c.yml service 'engine' publishes no port and the recipe"
+        " gives no host_port; give the recipe `host_port` (and `port`, the container's)"
+    )
+    assert calls(docker_env) == []
+
+
+def test_the_run_reads_the_compose_with_its_own_environment(tmp_path, docker_env, monkeypatch):
+    """The published port and the image are what `docker compose` will make of the file under
+    the run's environment and the `.env` beside it, recorded on the run."""
+    port = free_port()
+    f = compose_file(tmp_path / "models" / "c.yml", port, "--ready-delay", "0.2")
+    text = f.read_text().replace(
+        f'"{port}:{port}"', f'"${{BIND_HOST:-0.0.0.0}}:${{ESTATE_PORT:-${{PORT:-1}}}}:{port}"'
+    )
+    f.write_text(text.replace("fake/sglang:latest", "fake/sglang:${TAG:-v0}"))
+    (f.parent / ".env").write_text(f"PORT={port}\nTAG=v1\n")
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("ESTATE_PORT", raising=False)
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml", env='TAG = "v2"'))
+    assert cfg.recipes[0].host_port == port
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert doc["launch"]["port"] == port
+    assert doc["image"]["ref"] == "fake/sglang:v2"  # the recipe's env wins over .env

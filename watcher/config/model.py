@@ -18,7 +18,12 @@ ITEM_KINDS = ("issue", "pull", "commits", "releases", "code")
 MATCH_SCOPES = ("subject", "message")
 LATEST_RELEASE = "latest-release"
 RULES = ("any", "all")
-ENGINES = ("sglang", "vllm", "llama.cpp", "ik_llama.cpp", "other")
+# The guide runs forks as engines of their own (their own pins and pages): beellama and
+# llamacpp-club3090 (llama.cpp forks), vllm-omni and vllm-lmcache (vLLM builds).
+ENGINES = (
+    "sglang", "vllm", "llama.cpp", "ik_llama.cpp",
+    "beellama", "llamacpp-club3090", "vllm-omni", "vllm-lmcache", "other",
+)  # fmt: skip
 BLOCKER_STATUSES = ("blocked", "fix-merged", "verified", "reproduces")
 STAGES = ("startup", "probe")
 DEFAULT_READY_PATH = {
@@ -26,6 +31,10 @@ DEFAULT_READY_PATH = {
     "vllm": "/health",
     "llama.cpp": "/health",
     "ik_llama.cpp": "/health",
+    "beellama": "/health",
+    "llamacpp-club3090": "/health",
+    "vllm-omni": "/health",
+    "vllm-lmcache": "/health",
     "other": "/health",
 }
 DEFAULT_API_URL = "https://api.github.com"

@@ -5,6 +5,7 @@ published builds, for `watcher bisect`).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -28,27 +29,6 @@ def read_recipe(r: TableReader) -> Recipe:
     engine = r.choice("engine", ENGINES, required=True)
     command = r.str_list("command")
     compose_file, service = r.get("compose", str), r.get("service", str)
-    from_compose = None
-    if compose_file is not None or service is not None:
-        from_compose = _compose_recipe(r, command, compose_file, service)
-        command = from_compose.command
-    if not command:
-        r.fail(
-            "command",
-            "must be a non-empty list of strings (an argv list, never a shell string);"
-            " or give `compose` and `service` instead",
-        )
-    hw = Hardware()
-    if from_compose is not None and from_compose.gpu_count is not None:
-        hw = Hardware(gpu_count=from_compose.gpu_count)
-    hr = r.sub("hardware")
-    if hr is not None:
-        hw = Hardware(
-            gpu_name=hr.get("gpu_name", str, hw.gpu_name),
-            gpu_count=hr.get("gpu_count", int, hw.gpu_count),
-            min_memory_mib=hr.get("min_memory_mib", int, hw.min_memory_mib),
-        )
-        hr.done()
     ch = Checks()
     cr = r.sub("checks")
     if cr is not None:
@@ -83,6 +63,30 @@ def read_recipe(r: TableReader) -> Recipe:
     for name in pass_env:
         if not _ENV_NAME.match(name):
             r.fail("pass_env", f"{name!r} is not an environment variable name")
+    from_compose = None
+    if compose_file is not None or service is not None:
+        # read as the run will interpolate it: this environment, then the recipe's own `env`
+        from_compose = _compose_recipe(
+            r, command, compose_file, service, {**os.environ, **dict(env)}
+        )
+        command = from_compose.command
+    if not command:
+        r.fail(
+            "command",
+            "must be a non-empty list of strings (an argv list, never a shell string);"
+            " or give `compose` and `service` instead",
+        )
+    hw = Hardware()
+    if from_compose is not None and from_compose.gpu_count is not None:
+        hw = Hardware(gpu_count=from_compose.gpu_count)
+    hr = r.sub("hardware")
+    if hr is not None:
+        hw = Hardware(
+            gpu_name=hr.get("gpu_name", str, hw.gpu_name),
+            gpu_count=hr.get("gpu_count", int, hw.gpu_count),
+            min_memory_mib=hr.get("min_memory_mib", int, hw.min_memory_mib),
+        )
+        hr.done()
     port = r.get("port", int, None)
     host_port = r.get("host_port", int)
     if from_compose is not None:
@@ -129,7 +133,7 @@ def read_recipe(r: TableReader) -> Recipe:
     return rec
 
 
-def _compose_recipe(r: TableReader, command, compose_file, service):
+def _compose_recipe(r: TableReader, command, compose_file, service, environ):
     """`compose` + `service` instead of `command`: the file is read now, so a wrong path or
     service name fails at load time with the recipe's name."""
     from watcher.config.composefile import read_service
@@ -143,7 +147,7 @@ def _compose_recipe(r: TableReader, command, compose_file, service):
     if not path.is_absolute():
         path = r.file.parent / path
     try:
-        return read_service(path, service, shown_as=compose_file)
+        return read_service(path, service, shown_as=compose_file, environ=environ)
     except ConfigError as e:
         r.fail("compose", str(e))
 

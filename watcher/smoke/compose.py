@@ -154,11 +154,39 @@ class ComposeLauncher:
         self.port = recipe.host_port
 
     def prepare(self, result: SmokeResult) -> bool:
+        """Read the file as `docker compose` will interpolate it (the run's own environment and
+        the `.env` beside it) and refuse, before `up` pulls or loads anything, a run that cannot
+        work: a required variable unset, or no port to probe. Such a refusal is a setup error
+        (outcome `error`, no signature): never an engine failure, never a blocker's evidence."""
         recipe = self.recipe
         try:
-            self.svc = read_service(self.file, recipe.service or "", shown_as=recipe.compose)
+            self.svc = read_service(
+                self.file,
+                recipe.service or "",
+                shown_as=recipe.compose,
+                environ=engine_env(recipe, self.run_id),
+            )
         except ConfigError as e:
             result.outcome, result.reason = "error", f"not launched: {e}"
+            return False
+        if self.svc.required:
+            name, message = self.svc.required[0]
+            result.outcome = "error"
+            result.reason = (
+                f"not launched (setup): {recipe.compose} requires {name} ({message!r}) and the"
+                f" run's environment does not set it; set {name} in [recipe.env], or in"
+                f" watcher's environment and name it in the recipe's pass_env"
+            )
+            return False
+        if self.svc.host_port is not None:
+            self.port = self.svc.host_port  # what docker publishes, under the run's environment
+        if self.port is None and self.svc.container_port is None:
+            result.outcome = "error"
+            result.reason = (
+                f"not launched (setup): {recipe.compose} service {recipe.service!r} publishes no"
+                " port and the recipe gives no host_port; give the recipe `host_port` (and"
+                " `port`, the container's)"
+            )
             return False
         if self.port is not None and refuse_taken_port(
             result,
