@@ -6,6 +6,12 @@ that outlives its client); `logs -f` follows that output until the "container" s
 prints the published port from F; `down -v --remove-orphans` kills the project; `ps -a -q`
 lists it while it exists; `image inspect` prints a fixed digest. Every argv is recorded.
 FAKE_COMPOSE_UP_FAIL=1 makes `up` start the service and then fail (a half-started project).
+
+The file is interpolated as Compose does (its own inside-out resolver, not watcher's: the
+environment `docker compose` got over the `.env` beside the file), and `up` fails like Compose on
+a required variable that is unset. With FAKE_COMPOSE_IMAGES=1 the service's image is "run" as the
+fake engine, bound to the host port the interpolated file publishes (a guide's real compose file,
+whose command only its image understands).
 """
 
 from __future__ import annotations
@@ -14,18 +20,20 @@ import json
 import sys
 from pathlib import Path
 
-from kits.smokekit import write_exe
+from kits.smokekit import REPO, write_exe
 
 DIGEST = "fake/sglang@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 FAKE_COMPOSE = r'''#!{python}
 import json, os, signal, subprocess, sys, time
 import yaml
-state = os.environ["FAKE_DOCKER_STATE"]
+state = os.environ.get("FAKE_DOCKER_STATE") or {state!r}
+os.environ.setdefault("PYTHONPATH", {repo!r})  # for the fake engine an "image" runs
 os.makedirs(state, exist_ok=True)
 with open(os.path.join(state, "calls.jsonl"), "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\n")
 args = sys.argv[1:]
+# @@INTERP@@
 SUPERVISOR = """
 import subprocess, sys
 with open(sys.argv[1], "ab") as out:
@@ -59,8 +67,16 @@ logf = os.path.join(state, project + ".log")
 exitf = os.path.join(state, project + ".exit")
 if args[:2] == ["up", "-d"]:
     service = args[2]
-    svc = yaml.safe_load(open(file))["services"][service]
-    cmd = list(svc["command"])
+    try:
+        svc = compose(file)["services"][service]
+    except Required as e:
+        print(f"error while interpolating services.{{service}}: {{e}}", file=sys.stderr)
+        sys.exit(1)
+    if os.environ.get("FAKE_COMPOSE_IMAGES") or {images!r}:
+        host = str(svc["ports"][0]).split("/")[0].rsplit(":", 2)[-2]
+        cmd = [sys.executable, "-m", "watcher.fakes.engine", "--port", host, "--ready-delay", "0.2"]
+    else:
+        cmd = list(svc["command"])
     if cmd[0] == "python":
         cmd[0] = sys.executable
     print(f" Container {{project}}-{{service}}-1  Started", file=sys.stderr)
@@ -92,7 +108,7 @@ if args[:1] == ["logs"]:
         time.sleep(0.05)
 if args[:1] == ["port"]:
     service, target = args[1], int(args[2])
-    for spec in yaml.safe_load(open(file))["services"][service].get("ports") or []:
+    for spec in compose(file)["services"][service].get("ports") or []:
         pub, _, tgt = str(spec).rpartition(":")
         if int(tgt) == target:
             print(f"0.0.0.0:{{pub or tgt}}")  # "ephemeral": the fake engine binds the target
@@ -121,8 +137,68 @@ sys.exit(125)
 '''
 
 
-def fake_compose_docker(bin_dir: Path) -> Path:
-    return write_exe(bin_dir / "docker", FAKE_COMPOSE.format(python=sys.executable, digest=DIGEST))
+INTERP = r'''
+import re
+
+class Required(Exception):
+    pass
+
+_INNER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^${}]*))?\}")
+
+def interpolate(text, env):
+    """Innermost `${...}` first, until none is left; then `$NAME`; `$$` kept aside."""
+    text = text.replace("$$", "\0")
+    while True:
+        m = _INNER.search(text)
+        if not m:
+            break
+        name, op, arg = m.group(1), m.group(2), m.group(3) or ""
+        value = env.get(name)
+        empty = value is None or (op or "").startswith(":") and value == ""
+        if op in (":-", "-"):
+            out = arg if empty else value
+        elif op in (":+", "+"):
+            out = "" if empty else arg
+        elif op in (":?", "?"):
+            if empty:
+                raise Required(f"required variable {name} is missing a value: {arg}")
+            out = value
+        else:
+            out = value or ""
+        text = text[: m.start()] + out + text[m.end() :]
+    text = re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: env.get(m.group(1), ""), text)
+    return text.replace("\0", "$")
+
+def walk(v, env):
+    if isinstance(v, str):
+        return interpolate(v, env)
+    if isinstance(v, list):
+        return [walk(x, env) for x in v]
+    if isinstance(v, dict):
+        return {k: walk(x, env) for k, x in v.items()}
+    return v
+
+def compose(file):
+    env = {}
+    dotenv = os.path.join(os.path.dirname(os.path.abspath(file)), ".env")
+    if os.path.exists(dotenv):
+        for line in open(dotenv):
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.removeprefix("export ").split("=", 1)
+                env[k.strip()] = v.split(" #")[0].strip().strip("'\"")
+    env.update(os.environ)
+    return walk(yaml.safe_load(open(file)), env)
+'''
+
+
+def fake_compose_docker(bin_dir: Path, state: Path | None = None, images: bool = False) -> Path:
+    """The fake `docker`; `state` and `images` are baked in for runs whose environment does not
+    carry FAKE_DOCKER_STATE / FAKE_COMPOSE_IMAGES (a scanned recipe, run as proposed)."""
+    text = FAKE_COMPOSE.format(
+        python=sys.executable, digest=DIGEST, state=str(state or ""), images=images, repo=str(REPO)
+    )
+    return write_exe(bin_dir / "docker", text.replace("# @@INTERP@@", INTERP))
 
 
 def calls(state: Path) -> list[list[str]]:

@@ -4,6 +4,7 @@ archived composes listed, not proposed (`--all` proposes them, marked); the prop
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -131,3 +132,46 @@ def test_a_malformed_variable_is_listed_not_proposed(guide):
     shelf = scan_composes(guide / "models", guide)
     [(path, why)] = [s for s in shelf.skipped if s[0].endswith("bad.yml")]
     assert "invalid interpolation format" in why and str(bad) in why
+
+
+def test_three_scanned_recipes_pass_a_smoke_run_as_proposed(guide, tmp_path, monkeypatch):
+    """A single-GPU vLLM, a dual vLLM MTP and the dual SGLang EAGLE-3 compose, proposed by the
+    scan and appended as they are, pass a smoke run through a fake `docker` that interpolates
+    the files as Compose does; the only thing a maintainer sets is the host's MODEL_DIR. Before
+    that, the SGLang run is refused before `up` as a setup error naming MODEL_DIR."""
+    from kits.composekit import calls, fake_compose_docker
+    from kits.smokekit import free_port, with_path
+
+    from watcher.smoke.hardware import Gpu, GpuReading
+    from watcher.smoke.run import run_recipe
+
+    # the defaults the files publish, moved to free ports (this host runs other tests too)
+    for f in [*guide.rglob("*.yml"), *guide.rglob(".env")]:
+        f.write_text(re.sub(r"(PORT:-|PORT=)(\d+)", lambda m: m.group(1) + str(free_port()),
+                            f.read_text()))  # fmt: skip
+    state = tmp_path / "docker-state"
+    fake_compose_docker(tmp_path / "bin", state=state, images=True)
+    with_path(monkeypatch, tmp_path / "bin")
+    for name in ("PORT", "ESTATE_PORT", "MODEL_DIR", "FAKE_DOCKER_STATE", "FAKE_COMPOSE_IMAGES"):
+        monkeypatch.delenv(name, raising=False)
+    r = CliRunner().invoke(cli, ["init", str(guide), "--scan-composes", str(guide / "models")])
+    assert r.exit_code == 0, r.output
+    (guide / "watch.toml").write_text('[watcher]\ndata_dir = "data"\n' + r.stdout)
+    cfg = load_config(guide / "watch.toml")
+    by_id = {x.id: x for x in cfg.recipes}
+    two = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),) * 2, "nvml")
+    sglang = by_id["sglang-qwen3.6-27b-dual-autoround-int4-eagle3"]
+    doc = run_recipe(cfg, sglang, reading=two)
+    assert doc["outcome"] == "error" and "requires MODEL_DIR" in doc["reason"]
+    assert not any("up" in c for c in calls(state))
+    monkeypatch.setenv("MODEL_DIR", str(tmp_path / "models"))  # the one thing set by hand
+    for rid in (
+        "vllm-qwen3.6-27b-single-autoround-int4-long-text",
+        "vllm-qwen3.6-27b-dual-fp8-max",
+        "sglang-qwen3.6-27b-dual-autoround-int4-eagle3",
+    ):
+        recipe = by_id[rid]
+        doc = run_recipe(cfg, recipe, reading=two)
+        assert doc["outcome"] == "passed", (rid, doc["reason"])
+        assert doc["launch"]["port"] == recipe.host_port
+        assert doc["teardown"]["leftovers"] == []
