@@ -448,3 +448,24 @@ def test_the_run_reads_the_compose_with_its_own_environment(tmp_path, docker_env
     assert doc["outcome"] == "passed", doc["reason"]
     assert doc["launch"]["port"] == port
     assert doc["image"]["ref"] == "fake/sglang:v2"  # the recipe's env wins over .env
+
+
+def test_an_image_left_to_the_launcher_is_named_before_up(tmp_path, docker_env):
+    """`image: …:nightly-${VLLM_NIGHTLY_SHA}` with nothing setting it would pull a tag that does
+    not exist: refused before `up`; named in [recipe.env], the run records that build."""
+    port = free_port()
+    f = compose_file(tmp_path / "models" / "c.yml", port, "--ready-delay", "0.2")
+    f.write_text(f.read_text().replace("fake/sglang:latest", "fake/sglang:nightly-${NIGHTLY_SHA}"))
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "error" and calls(docker_env) == []
+    assert doc["reason"] == (
+        "not launched (setup): the image 'fake/sglang:nightly-' of models/c.yml leaves"
+        " NIGHTLY_SHA unset (the guide's launcher fills it); name the build in [recipe.env]"
+    )
+    cfg = load_config(
+        write_compose_config(tmp_path, "models/c.yml", env='NIGHTLY_SHA = "e47c98ef"')
+    )
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert doc["image"]["ref"] == "fake/sglang:nightly-e47c98ef"

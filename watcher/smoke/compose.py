@@ -156,7 +156,8 @@ class ComposeLauncher:
     def prepare(self, result: SmokeResult) -> bool:
         """Read the file as `docker compose` will interpolate it (the run's own environment and
         the `.env` beside it) and refuse, before `up` pulls or loads anything, a run that cannot
-        work: a required variable unset, or no port to probe. Such a refusal is a setup error
+        work: a required variable unset, an image tag left to a variable nobody set, or no port
+        to probe. Such a refusal is a setup error
         (outcome `error`, no signature): never an engine failure, never a blocker's evidence."""
         recipe = self.recipe
         try:
@@ -176,6 +177,14 @@ class ComposeLauncher:
                 f"not launched (setup): {recipe.compose} requires {name} ({message!r}) and the"
                 f" run's environment does not set it; set {name} in [recipe.env], or in"
                 f" watcher's environment and name it in the recipe's pass_env"
+            )
+            return False
+        if self.svc.image_vars:  # `nightly-${VLLM_NIGHTLY_SHA}`: the guide's launcher fills it
+            names = ", ".join(self.svc.image_vars)
+            result.outcome = "error"
+            result.reason = (
+                f"not launched (setup): the image {self.svc.image!r} of {recipe.compose} leaves"
+                f" {names} unset (the guide's launcher fills it); name the build in [recipe.env]"
             )
             return False
         if self.svc.host_port is not None:
