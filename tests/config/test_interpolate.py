@@ -104,3 +104,44 @@ def test_dotenv_beside_the_compose(tmp_path):
     assert env["LITERAL"] == "${PORT}"  # single quotes: literal
     assert env["QUOTED"] == "a b" and env["FROM_SHELL"] == "sh"
     assert compose_environ(tmp_path / "none" / "c.yml", {}) == {}
+
+
+def _docker_compose() -> bool:
+    import shutil
+    import subprocess
+
+    if not shutil.which("docker"):
+        return False
+    r = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+    return r.returncode == 0
+
+
+FORMS = [
+    "${SET}", "$SET-tail", "${UNSET}", "${SET:-d}", "${EMPTY:-d}", "${EMPTY-d}", "${UNSET-d}",
+    "${SET:+alt}", "${EMPTY:+alt}", "${EMPTY+alt}", "${UNSET+alt}", "${VARIABLE:-${FOO:-default}}",
+    "${BIND_HOST:-0.0.0.0}:${ESTATE_PORT:-${PORT:-8020}}:8000", "$$NOT_INTERPOLATED", "cost $5",
+    "${FROM_DOTENV:-unset}",
+]  # fmt: skip
+
+
+@pytest.mark.skipif(not _docker_compose(), reason="no `docker compose` on this host to compare")
+def test_the_reader_agrees_with_docker_compose_config(tmp_path):
+    """Where the host has `docker compose`, its `config` is the authority: the same values."""
+    import json
+    import subprocess
+
+    env_lines = "\n".join(f"      V{i}: {json.dumps(t)}" for i, t in enumerate(FORMS))
+    (tmp_path / "compose.yml").write_text(
+        f"services:\n  s:\n    image: busybox\n    environment:\n{env_lines}\n"
+    )
+    (tmp_path / ".env").write_text("FROM_DOTENV=${FOO}-dotenv\n")
+    r = subprocess.run(
+        ["docker", "compose", "-f", str(tmp_path / "compose.yml"), "config", "--format", "json"],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
+        env={"PATH": __import__("os").environ["PATH"], **ENV},
+    )  # fmt: skip
+    theirs = json.loads(r.stdout)["services"]["s"]["environment"]
+    environ = compose_environ(tmp_path / "compose.yml", ENV)
+    ours = {f"V{i}": substitute(t, environ) for i, t in enumerate(FORMS)}
+    # `config` may print a literal `$` re-escaped as `$$`, and an empty value as null
+    assert ours == {k: (theirs[k] or "").replace("$$", "$") for k in ours}
