@@ -1,9 +1,10 @@
 """A guide's docker compose file, read for what a recipe needs: the service's image, the port it
-publishes, the GPUs it reserves, and (for `watcher init --scan-composes`) what the path says.
+publishes, the GPUs it reserves, its header's Status, what it runs, and (for `watcher init
+--scan-composes`) what the path says.
 
-Only the parts watcher uses are read; anything it cannot tell (a port only known at run time, a
-`count: all` reservation) is left None and said so, never guessed. pyyaml is a run-time
-dependency for this module alone.
+The file is interpolated as `docker compose` would (interpolate.py) before anything is read.
+Anything it cannot tell (a port only known at run time, `count: all` alone) is left None and said
+so, never guessed. pyyaml is a run-time dependency for this module alone.
 """
 
 from __future__ import annotations
