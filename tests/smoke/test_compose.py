@@ -469,3 +469,14 @@ def test_an_image_left_to_the_launcher_is_named_before_up(tmp_path, docker_env):
     doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
     assert doc["outcome"] == "passed", doc["reason"]
     assert doc["image"]["ref"] == "fake/sglang:nightly-e47c98ef"
+
+
+def test_a_malformed_variable_fails_at_load_naming_the_file(tmp_path):
+    """What `docker compose` itself would refuse (`${TAG/x/y}`) fails `validate`, not the run."""
+    f = compose_file(tmp_path / "models" / "c.yml", free_port())
+    f.write_text(f.read_text().replace("fake/sglang:latest", "fake/sglang:${TAG/x/y}"))
+    with pytest.raises(ConfigError) as e:
+        load_config(write_compose_config(tmp_path, "models/c.yml"))
+    message = str(e.value)
+    assert "[recipe[0]] key 'compose'" in message and str(f) in message
+    assert "invalid interpolation format" in message and "${TAG/x/y}" in message
