@@ -480,3 +480,15 @@ def test_a_malformed_variable_fails_at_load_naming_the_file(tmp_path):
     message = str(e.value)
     assert "[recipe[0]] key 'compose'" in message and str(f) in message
     assert "invalid interpolation format" in message and "${TAG/x/y}" in message
+
+
+def test_the_env_beside_the_compose_is_part_of_what_a_run_tested(tmp_path):
+    from watcher.config.model import recipe_digest
+
+    compose_file(tmp_path / "models" / "c.yml", free_port())
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    before = recipe_digest(cfg.recipes[0], cfg.base_dir)
+    (tmp_path / "models" / ".env").write_text("CTX=65536\n")
+    with_env = recipe_digest(cfg.recipes[0], cfg.base_dir)
+    (tmp_path / "models" / ".env").write_text("CTX=131072\n")
+    assert len({before, with_env, recipe_digest(cfg.recipes[0], cfg.base_dir)}) == 3

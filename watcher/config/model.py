@@ -364,7 +364,7 @@ def by_id(objs):
 
 def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
     """What a run of `recipe` tested, hashed: the launch (command, or compose file + service
-    and the file's bytes), the model, spec decode, hardware and checks; not its prose, timeouts
+    and the bytes of the file and of the `.env` beside it), the model, spec decode, hardware and checks; not its prose, timeouts
     or the host port it is probed on (a host's choice, not the recipe's substance). A result
     from a runner whose recipe hashes differently is not this recipe's."""
     import hashlib
@@ -389,6 +389,9 @@ def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
             keep["compose_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             keep["compose_sha256"] = None
+        dotenv = path.parent / ".env"  # Compose interpolates the file with it: part of the launch
+        if dotenv.is_file():
+            keep["compose_env_sha256"] = hashlib.sha256(dotenv.read_bytes()).hexdigest()
     text = json.dumps(keep, sort_keys=True, default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
