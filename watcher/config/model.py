@@ -188,6 +188,7 @@ class Recipe:
     max_ttft_vs_baseline: float | None = None  # TTFT may be at most this many times baseline's
     compare_rounds: int = 1  # launches of each, interleaved (B R, R B, ...)
     source: Source | None = None  # where its engine builds come from (watcher bisect)
+    image_written: str = ""  # its compose service's image (variables filled where knowable)
 
 
 @dataclass(frozen=True)
@@ -371,6 +372,7 @@ def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
         "stop_timeout",
         "port",
         "host_port",
+        "image_written",  # read from the compose file, whose bytes are hashed below
     ):
         keep.pop(key, None)
     if recipe.compose and base_dir is not None:
