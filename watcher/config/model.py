@@ -266,6 +266,7 @@ class Smoke:
     ref: str = "main"
     poll_interval: float = 15.0
     dispatch_timeout: float = 3 * 3600.0
+    pin_check_every: float = 86400.0  # does each pinned build still exist? (watcher.poll.pins)
 
 
 @dataclass(frozen=True)

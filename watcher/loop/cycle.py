@@ -419,6 +419,8 @@ def _cycle(
         _save(run)  # store and judge, in one transaction
         # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
         # readers and `watcher smoke` are never locked out; each result is stored as it lands.
+        if write and not offline and run.cfg.recipes:
+            _pins(run)
         if write and not no_smoke and not offline:
             _smoke_triggers(run)
             _bisect_step(run)
@@ -533,6 +535,29 @@ def _judge(run: _Run) -> None:
     run.ev = evaluate(run.cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now)
     quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
     report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at, snoozed=quiet))
+
+
+def _pins(run: _Run) -> None:
+    """Each recipe's pin: resolved, compared with the tracked fixes, and (on its own schedule,
+    [smoke] pin_check_every) checked to still exist. A registry or GitHub failure makes a pin
+    stale; nothing here stops the cycle."""
+    from datetime import timedelta
+
+    from watcher.github.client import open_client
+    from watcher.poll.pins import refresh_pins
+
+    run.stage = "pins"
+    try:
+        with open_client(run.cfg, _callers_client(run)) as client:
+            refresh_pins(
+                run.cfg,
+                run.store,
+                client,
+                run.now,
+                every=timedelta(seconds=run.cfg.smoke.pin_check_every),
+            )
+    except Exception as e:  # noqa: BLE001 (one stage's failure is logged, never the cycle's)
+        log.warning("pins: not refreshed this cycle: %s: %s", type(e).__name__, e)
 
 
 def _smoke_triggers(run: _Run) -> None:

@@ -5,7 +5,8 @@ blockers (items or watch; hints only with hints_trigger_smoke; snoozed items exc
 its state or evidence (item events are recorded only then: a title, a body or a new
 cross-reference is never a trigger, see `watcher.judge.states.evidence_key`);
 the engine's release stream changed; or its last validation on target hardware is older than
-smoke.validation_max_age. Parked pages trigger nothing. Never more than smoke.max_runs_per_day
+smoke.validation_max_age. Parked pages trigger nothing; a recipe whose pinned build is gone (watcher.poll.pins) is not
+started: it would fail at pull, a setup problem, never a blocker. Never more than smoke.max_runs_per_day
 runs started in the last 24 hours (dispatched runs not yet collected count too).
 
 A trigger is never wasted: it is stored (one per recipe) until a result answers it. A host
@@ -26,6 +27,7 @@ from watcher.config.model import Config, Recipe
 from watcher.core.clock import iso, parse_iso
 from watcher.github.client import open_client
 from watcher.judge.evaluate import Evaluation, latest_target_runs
+from watcher.judge.pins import gone as pin_gone
 from watcher.store.db import Store
 
 log = logging.getLogger("watcher.smoke.trigger")
@@ -197,11 +199,19 @@ def run_triggers(
             merged = old["reasons"] + [r for r in d.reasons if r not in old["reasons"]]
             store.put_trigger(d.recipe, reasons=merged, updated_at=at)
     triggers = store.triggers()
-    waiting = [
-        t
-        for r in cfg.recipes
-        if (t := triggers.get(r.id)) and t["state"] == "waiting" and _eligible(cfg, r, ev)
-    ]
+    pins = store.pins()
+    waiting = []
+    for r in cfg.recipes:
+        t = triggers.get(r.id)
+        if not t or t["state"] != "waiting" or not _eligible(cfg, r, ev):
+            continue
+        gone = pin_gone(pins.get(r.id))
+        if gone:  # it would fail at pull: a setup problem, kept waiting for a new pin
+            log.warning("smoke: %s not started: %s", r.id, gone)
+            if t.get("note") != gone:
+                store.put_trigger(r.id, note=gone, updated_at=at)
+            continue
+        waiting.append(t)
     if not waiting:
         return docs, smoke_events
     in_flight = sum(1 for t in triggers.values() if t["state"] == "dispatched")
