@@ -231,7 +231,17 @@ def test_fix_in_pin_or_awaiting_pin_and_a_purged_pin(tmp_path, fake_github, reg,
         }
     )  # fmt: skip
     with GitHubClient(gh.url, token="test-token") as client, _mapped(reg) as r:
+        gh_before = len(gh.requests)
         docs = refresh_pins(cfg, store, client, NOW, registry=r)
+        # a daily check's cost: 401 + token + HEAD for the first tag of a repository, one HEAD
+        # for another tag of it (its token kept); one git ref per tag, one compare per fix
+        assert len(reg.requests) == 4
+        assert sorted(q.path.split("/")[4] for q in gh.requests[gh_before:]) == [
+            "compare",
+            "compare",
+            "git",
+            "git",
+        ]
         old_view, new_view = view(docs["old-pin"]), view(docs["new-pin"])
         assert old_view["fixes"][0]["state"] == AWAITING_PIN
         assert old_view["fixes"][0]["text"] == (
@@ -284,3 +294,58 @@ def test_a_registry_that_hangs_makes_one_pin_stale(tmp_path, fake_github, reg, s
         "exists" not in docs["slow"]["liveness"]
         and "ReadTimeout" in docs["slow"]["liveness"]["error"]
     )
+
+
+def test_watcher_pins_check_lists_pin_commit_liveness_and_fixes(
+    tmp_path, fake_github, reg, monkeypatch
+):
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+    from watcher.store.db import Store
+
+    gh = fake_github
+    old = gh.add_commit(VLLM, message="base", date="2026-06-01T00:00:00Z")
+    gh.add_tag(VLLM, "v0.23.1", old["sha"])
+    fix = gh.add_commit(VLLM, message="Fix (#45295)", date="2026-06-30T00:00:00Z")
+    gh.add_pull(
+        VLLM,
+        45295,
+        title="Marlin pad fix",
+        merged=True,
+        merge_commit_sha=fix["sha"],
+        merged_at="2026-06-30T00:00:00Z",
+    )
+    reg.add_image("vllm/vllm-openai", "v0.23.1")
+    monkeypatch.setenv("WATCHER_REGISTRY_MAP", f"docker.io={reg.url}")
+    monkeypatch.setenv("GITHUB_API_URL", gh.url)
+    cfg = _config(
+        tmp_path,
+        _recipe("old-pin", "vllm", "vllm/vllm-openai:v0.23.1", '["marlin-pad"]'),
+        PULL_ITEM,
+        gh_url=gh.url,
+    )
+    store = Store(cfg.db_path)
+    store.upsert_item(
+        {"id": "marlin-fix", "repo": VLLM, "kind": "pull", "number": 45295, "state": "merged",
+         "details": {"merge_commit_sha": fix["sha"], "merged_at": "2026-06-30T00:00:00Z"}}
+    )  # fmt: skip
+    store.close()
+    config = str(tmp_path / "watch.toml")
+    before = CliRunner().invoke(cli, ["pins", "--config", config])
+    assert before.exit_code == 0, before.output
+    assert "not read yet" in before.output and not reg.requests
+    r = CliRunner().invoke(cli, ["pins", "--config", config, "--check", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)["old-pin"]
+    assert doc["resolved"]["sha"] == old["sha"] and doc["liveness"]["exists"] is True
+    assert doc["fixes"][0]["state"] == AWAITING_PIN and doc["gone"] is None
+    text = CliRunner().invoke(cli, ["pins", "--config", config]).output
+    assert "old-pin  vllm/vllm-openai:v0.23.1  (tag, from command)" in text
+    assert f"commit   {old['sha'][:12]} (tag v0.23.1 of vllm-project/vllm on GitHub)" in text
+    assert "exists   yes, sha256:" in text
+    assert (
+        "fix      marlin-pad: fixed upstream in vllm#45295 (2026-06-30); not in our pin v0.23.1"
+        in text
+    )
+    assert "ready    not on its pin: marlin-pad fixed upstream, not in v0.23.1" in text

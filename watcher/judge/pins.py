@@ -94,3 +94,53 @@ def readiness(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str,
         "newer_builds": newer,
         "gone": gone(pin),
     }
+
+
+def recipe_view(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str, Any]:
+    """One recipe's pin as readers see it: the stored doc with fix states, liveness and
+    readiness on the pin (the shape `watcher pins --json` and status.json's `pins` share)."""
+    shown = view(pin) or {"kind": "none", "why": "not read yet (run watcher pins --check)"}
+    return {**shown, **readiness(pin, blockers)}
+
+
+def format_text(views: dict[str, dict[str, Any]]) -> str:
+    """`watcher pins`: one block per recipe."""
+    out = []
+    for recipe, v in views.items():
+        kind = v.get("kind") or "none"
+        head = f"{recipe}  {v.get('reference') or '(no pin)'}"
+        out.append(head + (f"  ({kind}, from {v['origin']})" if v.get("origin") else ""))
+        res = v.get("resolved") or {}
+        if kind == "none":
+            out.append(f"  pin      none: {v.get('why')}")
+        elif res.get("sha"):
+            line = f"  commit   {res['sha'][:12]} ({res.get('how')})"
+            out.append(line + (f"; stale: {res['error']}" if res.get("error") else ""))
+        else:
+            out.append(f"  commit   not resolved: {res.get('why') or 'not read yet'}")
+        live = v.get("liveness") or {}
+        if kind != "none":
+            out.append(f"  exists   {_exists(live)}")
+        for f in v.get("fixes") or []:
+            out.append(f"  fix      {f['blocker']}: {f['text']}")
+        if v.get("held_by_pin"):
+            newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
+            out.append(
+                f"  ready    not on its pin: {', '.join(v['held_by_pin'])} fixed upstream, not in"
+                f" {pin_name(v)}; {newer} would carry it"
+            )
+    return "\n".join(out)
+
+
+def _exists(live: dict[str, Any]) -> str:
+    if not live.get("checked_at"):
+        return "not checked yet"
+    stale = f" (stale: {live['error']})" if live.get("error") else ""
+    if live.get("exists") is True:
+        return f"yes, {live.get('last_digest') or 'digest unknown'}, checked {live['checked_at']}{stale}"
+    if live.get("exists") is False:
+        return (
+            f"GONE since {live.get('gone_since')}; last seen {live.get('last_seen') or 'never'},"
+            f" last known digest {live.get('last_digest') or 'unknown'}{stale}"
+        )
+    return f"unknown{stale}"
