@@ -543,19 +543,30 @@ def _pins(run: _Run) -> None:
     stale; nothing here stops the cycle."""
     from datetime import timedelta
 
-    from watcher.github.client import open_client
+    from watcher.github.client import GitHubClient
     from watcher.poll.pins import refresh_pins
 
     run.stage = "pins"
+    cfg, store = run.cfg, run.store
+    client = _callers_client(run)
+    own = client is None
     try:
-        with open_client(run.cfg, _callers_client(run)) as client:
-            refresh_pins(
-                run.cfg,
-                run.store,
-                client,
-                run.now,
-                every=timedelta(seconds=run.cfg.smoke.pin_check_every),
+        if own:  # conditional reads too: a git ref that did not move is a 304
+            client = GitHubClient(
+                cfg.settings.github_api_url,
+                etags=store.etags(),
+                timeout=cfg.settings.timeout,
+                max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
+                user_agent=cfg.settings.user_agent,
             )
+        try:
+            every = timedelta(seconds=cfg.smoke.pin_check_every)
+            refresh_pins(cfg, store, client, run.now, every=every)
+            if own:
+                store.put_etags(client.etag_updates)
+        finally:
+            if own:
+                client.close()
     except Exception as e:  # noqa: BLE001 (one stage's failure is logged, never the cycle's)
         log.warning("pins: not refreshed this cycle: %s: %s", type(e).__name__, e)
 

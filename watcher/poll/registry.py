@@ -52,6 +52,10 @@ class RegistryError(WatcherError):
     """A registry could not say (unreachable, slow, too large, malformed, refused)."""
 
 
+class Unreachable(RegistryError):
+    """No answer in time (or no connection): the host is not asked again in this check."""
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -105,6 +109,7 @@ class Registry:
         self.timeout = timeout
         self.requests = 0
         self._tokens: dict[tuple[str, str], str] = {}  # (registry, scope) -> token
+        self._down: dict[str, str] = {}  # registry -> why it is not asked again
         self._by_repo: dict[tuple[str, str], str] = {}  # (registry, /v2/name) -> token
         # trust_env=False: no proxy credentials, no .netrc; no Authorization unless a token
         self.http = httpx.Client(
@@ -150,7 +155,9 @@ class Registry:
                             if len(body) > cap:
                                 raise RegistryError(f"{url}: answer larger than {cap} bytes")
                             if time.monotonic() > end:
-                                raise RegistryError(f"{url}: no full answer in {self.timeout:g} s")
+                                raise Unreachable(f"{url}: no full answer in {self.timeout:g} s")
+            except (httpx.TimeoutException, httpx.NetworkError) as e:
+                raise Unreachable(f"{url}: {type(e).__name__}: {e}") from None
             except httpx.HTTPError as e:
                 raise RegistryError(f"{url}: {type(e).__name__}: {e}") from None
             if r.status_code in (301, 302, 303, 307, 308) and r.headers.get("location"):
@@ -189,6 +196,19 @@ class Registry:
     ) -> tuple[httpx.Response, bytes]:
         """A request to the registry, with the pull token its repository was last given (so a
         second read costs no 401 round), or after a 401 challenge with a fresh one."""
+        if registry in self._down:
+            raise RegistryError(
+                f"{registry}: not asked again in this check ({self._down[registry]})"
+            )
+        try:
+            return self._ask(method, registry, path, headers, cap)
+        except Unreachable as e:
+            self._down[registry] = str(e)
+            raise
+
+    def _ask(
+        self, method: str, registry: str, path: str, headers: dict[str, str], cap: int
+    ) -> tuple[httpx.Response, bytes]:
         url = self.base(registry) + path
         key = (registry, path.split("/manifests/")[0].split("/blobs/")[0])
         sent = dict(headers)
