@@ -60,6 +60,11 @@ def test_a_purged_pin_starts_no_run_until_it_exists_again(tmp_path, fake_github,
         with GitHubClient(fake_github.url, token="test-token") as client:
             run_cycle(cfg, now=later, client=client, no_smoke=True)
         assert [q["status"] for q in reg.requests if q["method"] == "HEAD"][-1] == 404
+    published = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
+    pin = published["pins"]["r1"]
+    assert pin["liveness"]["exists"] is False and "etag" not in pin["liveness"]
+    assert pin["ready_on_pin"] is False and "no longer exists" in pin["gone"]
+    assert pin["resolved"] == {"why": "no tag v0.23.1 or 0.23.1 in vllm-project/vllm on GitHub"}
 
     store = Store(cfg.db_path)
     try:

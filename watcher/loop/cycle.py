@@ -625,6 +625,7 @@ def _publish(run: _Run, write: bool) -> None:
             run.at,
             attempt=attempt,
             triggers=store.triggers(),
+            pins=store.pins(),
         )
         report.duration_s = round(time.monotonic() - run.started, 3)
         _finish_cycle(store, report)

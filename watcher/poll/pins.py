@@ -86,6 +86,7 @@ def resolve(pin: Pin, client, registry: Registry) -> dict[str, Any]:
         labels = registry.labels(pin.registry, pin.name, pin.ref)
     except RegistryError as e:
         return {"why": f"its image config could not be read: {e}"}
+    labels = {k: v for k, v in labels.items() if k.startswith("org.opencontainers.image.")}
     source = labels.get(LABEL_SOURCE, "")
     if source and pin.repo.lower() not in source.lower():
         return {
