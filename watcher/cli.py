@@ -613,9 +613,10 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
         items, runs = store.items(), store.smoke_runs(limit=200)
         ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
         triggers = store.triggers()
+        pins = store.pins()
     finally:
         store.close()
-    doc = build(cfg, target, items, ev, runs, triggers)
+    doc = build(cfg, target, items, ev, runs, triggers, pins)
     click.echo(
         json.dumps(doc, indent=2, sort_keys=True) if as_json else terminal_safe(format_text(doc))
     )

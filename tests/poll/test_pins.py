@@ -352,3 +352,13 @@ def test_watcher_pins_check_lists_pin_commit_liveness_and_fixes(
         in text
     )
     assert "ready    not on its pin: marlin-pad fixed upstream, not in v0.23.1" in text
+    explained = CliRunner().invoke(cli, ["explain", "marlin-pad", "--config", config])
+    assert explained.exit_code == 0, explained.output
+    assert (
+        "in old-pin's pin: fixed upstream in vllm#45295 (2026-06-30); not in our pin v0.23.1"
+        in explained.output
+    )
+    as_json = json.loads(
+        CliRunner().invoke(cli, ["explain", "marlin-pad", "--json", "--config", config]).output
+    )
+    assert as_json["in_pins"]["old-pin"][0].startswith("fixed upstream in vllm#45295")
