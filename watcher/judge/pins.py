@@ -144,3 +144,20 @@ def _exists(live: dict[str, Any]) -> str:
             f" last known digest {live.get('last_digest') or 'unknown'}{stale}"
         )
     return f"unknown{stale}"
+
+
+def reader_lines(v: dict[str, Any]) -> list[str]:
+    """What a page says under a recipe about the build it runs (a recipe_view)."""
+    out = []
+    if v.get("gone"):
+        live = v.get("liveness") or {}
+        out.append(
+            f"Its pinned build {v.get('reference')} is no longer published (gone since"
+            f" {str(live.get('gone_since'))[:10]}; last seen {str(live.get('last_seen'))[:10]}):"
+            " the pin needs a bump before it can be tested."
+        )
+    out += [f"{f['text'][0].upper()}{f['text'][1:]}." for f in v.get("fixes") or []]
+    if v.get("held_by_pin") and not v.get("gone"):
+        newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
+        out.append(f"Not ready to test on its pin {pin_name(v)}: {newer} would carry the fix.")
+    return out
