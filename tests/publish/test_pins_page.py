@@ -60,6 +60,21 @@ def _page(tmp_path) -> str:
     return (tmp_path / "out" / "VLLM.md").read_text(encoding="utf-8").replace("\u200d", "")
 
 
+def _sticky(cfg) -> str:
+    """The sticky status comment's body, as notify would post it."""
+    from watcher.judge.evaluate import evaluate
+    from watcher.notify.plan import Bodies
+    from watcher.store.db import Store
+
+    store = Store(cfg.db_path)
+    try:
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
+        bodies = Bodies(cfg, ev, store.items(), [], store.statuses(), pins=store.pins())
+        return bodies.status(cfg.pages[0]).replace("\u200d", "")
+    finally:
+        store.close()
+
+
 def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
     tmp_path, fake_github, monkeypatch
 ):
@@ -92,6 +107,7 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
             in page
         )
         assert "Not ready to test on its pin v0.23.1: v0.24.0 would carry the fix." in page
+        assert "not in our pin v0.23.1; first in v0.24.0." in _sticky(cfg)
 
         cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.24.0")  # a maintainer bumps the pin
         with GitHubClient(gh.url, token="test-token") as client:
