@@ -173,7 +173,8 @@ def test_each_pin_form_resolves_or_says_why(tmp_path, fake_github, reg):
     assert got["digest"]["sha"] == c2["sha"]
     assert "label org.opencontainers.image.revision" in got["digest"]["how"]
     assert "has no org.opencontainers.image.revision label" in got["digest-bare"]["why"]
-    assert "no tag or digest" in got["floating"]["why"]
+    assert "names no build" in got["floating"]["why"]
+    assert recipe_pin(cfg.recipe("floating")).kind == "none"
     assert "${VLLM_NIGHTLY_SHA} from the environment" in got["compose"]["why"]
 
 

@@ -107,11 +107,11 @@ def image_pin(recipe: Recipe, written: str, origin: str, repo: str) -> Pin:
     base = dict(reference=written, repo=repo, registry=registry, name=name, origin=origin)
     if digest:
         return Pin(recipe.id, "digest", ref=digest, **base)
-    if not tag:
+    if not tag or tag == "latest":
         return Pin(
             recipe.id,
             "none",
-            why=f"the image {written} names no tag or digest (it floats on `latest`)",
+            why=f"the image {written} names no build (no tag or digest, or `latest`, which floats)",
             **base,
         )
     m = _SHA_TAG.match(tag)
