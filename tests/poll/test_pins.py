@@ -363,3 +363,18 @@ def test_watcher_pins_check_lists_pin_commit_liveness_and_fixes(
         CliRunner().invoke(cli, ["explain", "marlin-pad", "--json", "--config", config]).output
     )
     assert as_json["in_pins"]["old-pin"][0].startswith("fixed upstream in vllm#45295")
+
+
+def test_a_hostile_registry_gets_no_token_and_its_tampered_blob_no_belief(reg):
+    c = "0123456789abcdef0123456789abcdef01234567"
+    digest = reg.add_image("ik/ik", "t", {"org.opencontainers.image.revision": c}, index=False)
+    with _mapped(reg) as r:
+        assert r.labels("docker.io", "ik/ik", digest)["org.opencontainers.image.revision"] == c
+    manifest = json.loads(reg.repos["ik/ik"].manifests[digest][1])
+    reg.repos["ik/ik"].blobs[manifest["config"]["digest"]] = b'{"config": {"Labels": {}}}'
+    with _mapped(reg) as r, pytest.raises(RegistryError, match="does not hash"):
+        r.labels("docker.io", "ik/ik", digest)
+    reg.realm = "http://203.0.113.9/token"  # plain http off loopback: never asked
+    with _mapped(reg) as r, pytest.raises(RegistryError, match="token realm .* refused"):
+        r.head("docker.io", "ik/ik", "t")
+    assert not any("203.0.113.9" in q["path"] for q in reg.requests)

@@ -46,6 +46,7 @@ class FakeRegistry:
         self.lie: dict[str, str] = {}  # ref -> a wrong Docker-Content-Digest to send
         self.huge: set[str] = set()  # paths (substrings) answered with an endless body
         self.hang_seconds = 30.0
+        self.realm: str | None = None  # where the 401 challenge sends clients for a token
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -143,7 +144,7 @@ class FakeRegistry:
             auth = headers.get("authorization", "")
             if not auth.startswith("Bearer ") or auth[7:] not in self.tokens:
                 challenge = (
-                    f'Bearer realm="{self.url}/token",service="fake-registry",'
+                    f'Bearer realm="{self.realm or self.url + "/token"}",service="fake-registry",'
                     f'scope="repository:{name}:pull"'
                 )
                 return 401, {"WWW-Authenticate": challenge}, _error("UNAUTHORIZED")
