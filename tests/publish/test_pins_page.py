@@ -75,6 +75,35 @@ def _sticky(cfg) -> str:
         store.close()
 
 
+def _started(cfg) -> list[str]:
+    """The recipes a waiting trigger starts now (a runner that records and runs nothing)."""
+    from watcher.core.clock import iso
+    from watcher.judge.evaluate import evaluate
+    from watcher.smoke.trigger import run_triggers
+    from watcher.store.db import Store
+
+    started = []
+
+    def runner(cfg, recipe, run_id):
+        started.append(recipe.id)
+        return {"run_id": run_id, "recipe": recipe.id, "outcome": "skipped", "reason": "no GPU"}
+
+    store = Store(cfg.db_path)
+    try:
+        store.put_trigger("vllm-tp2", state="waiting", reasons=["asked"], since=iso(NOW))
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
+        run_triggers(cfg, store, ev, [], NOW, cycle_id=None, at=iso(NOW), runner=runner)
+        note = store.triggers()["vllm-tp2"]["note"] or ""
+        if not started:
+            assert note == (
+                "not ready to test on its pin vllm/vllm-openai:v0.23.1: the fix for marlin-pad is"
+                " upstream but not in it; v0.24.0 would carry it"
+            )
+    finally:
+        store.close()
+    return started
+
+
 def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
     tmp_path, fake_github, monkeypatch
 ):
@@ -108,6 +137,7 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
         )
         assert "Not ready to test on its pin v0.23.1: v0.24.0 would carry the fix." in page
         assert "not in our pin v0.23.1; first in v0.24.0." in _sticky(cfg)
+        assert _started(cfg) == []  # a run on v0.23.1 would test a build without the fix
 
         cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.24.0")  # a maintainer bumps the pin
         with GitHubClient(gh.url, token="test-token") as client:
@@ -115,3 +145,4 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
     page = _page(tmp_path)
     assert "Fixed upstream in vllm#45295 (2026-06-30); in our pin v0.24.0." in page
     assert "not in our pin" not in page and "Not ready to test on its pin" not in page
+    assert _started(cfg) == ["vllm-tp2"]
