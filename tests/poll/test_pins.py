@@ -378,3 +378,30 @@ def test_a_hostile_registry_gets_no_token_and_its_tampered_blob_no_belief(reg):
     with _mapped(reg) as r, pytest.raises(RegistryError, match="token realm .* refused"):
         r.head("docker.io", "ik/ik", "t")
     assert not any("203.0.113.9" in q["path"] for q in reg.requests)
+
+
+def test_a_digest_pin_keeps_its_commit_when_the_registry_fails_later(
+    tmp_path, fake_github, reg, store
+):
+    c = "89abcdef0123456789abcdef0123456789abcdef"
+    digest = reg.add_image("ikawrakow/ik_llama.cpp", None, {"org.opencontainers.image.revision": c})
+    cfg = _config(
+        tmp_path,
+        _recipe("ik", "ik_llama.cpp", f"ikawrakow/ik_llama.cpp@{digest}"),
+        gh_url=fake_github.url,
+    )
+    with GitHubClient(fake_github.url, token="test-token") as client, _mapped(reg) as r:
+        first = refresh_pins(cfg, store, client, NOW, registry=r, check=True)["ik"]
+    assert first["resolved"]["sha"] == c and first["liveness"]["exists"] is True
+    reg.hang.add("/v2/ikawrakow/")
+    reg.hang_seconds = 3
+    with (
+        GitHubClient(fake_github.url, token="test-token") as client,
+        Registry({"docker.io": reg.url}, timeout=1.0) as r,
+    ):
+        later = refresh_pins(cfg, store, client, NOW + timedelta(hours=1), registry=r, check=True)[
+            "ik"
+        ]
+    assert later["resolved"]["sha"] == c and "the registry:" in later["resolved"]["error"]
+    assert later["liveness"]["exists"] is True and "not asked again" in later["liveness"]["error"]
+    assert later["liveness"]["last_seen"] == first["liveness"]["last_seen"]

@@ -82,10 +82,7 @@ def resolve(pin: Pin, client, registry: Registry) -> dict[str, Any]:
                 return {"sha": sha, "how": f"tag {t} of {pin.repo} on GitHub", "tag": t}
         return {"why": f"no tag {' or '.join(wanted)} in {pin.repo} on GitHub"}
     # a digest: what the image says it was built from
-    try:
-        labels = registry.labels(pin.registry, pin.name, pin.ref)
-    except RegistryError as e:
-        return {"why": f"its image config could not be read: {e}"}
+    labels = registry.labels(pin.registry, pin.name, pin.ref)  # RegistryError: stale, kept
     labels = {k: v for k, v in labels.items() if k.startswith("org.opencontainers.image.")}
     source = labels.get(LABEL_SOURCE, "")
     if source and pin.repo.lower() not in source.lower():
@@ -251,11 +248,13 @@ def _one(cfg, recipe, old, items, client, registry, now, at, check, every) -> di
     else:
         try:
             doc["resolved"] = resolve(pin, client, registry)
-        except GitHubError as e:  # keep what was known; say why it is stale
+        except (GitHubError, RegistryError) as e:  # keep what was known; say why it is stale
+            where = "GitHub" if isinstance(e, GitHubError) else "the registry"
+            kept = (old.get("resolved") or {}) if same else {}
             doc["resolved"] = (
-                {**(old.get("resolved") or {}), "error": str(e)}
-                if same
-                else {"why": f"GitHub: {e}"}
+                {**kept, "error": f"{where}: {e}"}
+                if kept.get("sha")
+                else {"why": f"{where} could not be read: {e}"}
             )
     if due:
         live = check_liveness(pin, registry, live, at)
