@@ -46,6 +46,16 @@ def test_tag_candidates_take_the_version_part():
     assert "v0.27.1" in tag_candidates("0.27.1")
 
 
+def test_an_image_source_label_must_name_the_engine_repository_itself():
+    from watcher.poll.pins import same_repo
+
+    assert same_repo("https://github.com/ikawrakow/ik_llama.cpp.git", IK)
+    assert same_repo("https://github.com/ikawrakow/ik_llama.cpp/", IK)
+    assert not same_repo("https://github.com/evil/ikawrakow/ik_llama.cpp", IK)
+    assert not same_repo("https://evil.github.com/ikawrakow/ik_llama.cpp", IK)
+    assert not same_repo("https://github.com/ikawrakow/ik_llama.cpp-fork", IK)
+
+
 def test_registry_map_refuses_plain_http_off_loopback():
     env = {
         "WATCHER_REGISTRY_MAP": "docker.io=http://127.0.0.1:5000, ghcr.io=https://mirror.example"

@@ -18,7 +18,7 @@ import logging
 import re
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from watcher.config.model import Config, Recipe
 from watcher.config.pins import Pin, is_sha, recipe_pin
@@ -85,7 +85,7 @@ def resolve(pin: Pin, client, registry: Registry) -> dict[str, Any]:
     labels = registry.labels(pin.registry, pin.name, pin.ref)  # RegistryError: stale, kept
     labels = {k: v for k, v in labels.items() if k.startswith("org.opencontainers.image.")}
     source = labels.get(LABEL_SOURCE, "")
-    if source and pin.repo.lower() not in source.lower():
+    if source and not same_repo(source, pin.repo):
         return {
             "why": f"its image says it was built from {source}, not {pin.repo}",
             "labels": labels,
@@ -109,6 +109,13 @@ def resolve(pin: Pin, client, registry: Registry) -> dict[str, Any]:
         f" tag of {pin.repo}): the commit it was built from is not recorded",
         "labels": labels,
     }
+
+
+def same_repo(source: str, repo: str) -> bool:
+    """Does an image's `org.opencontainers.image.source` name this GitHub repository?"""
+    parts = urlsplit(source.strip())
+    path = re.sub(r"\.git$", "", parts.path.strip("/"))
+    return parts.hostname == "github.com" and path.lower() == repo.lower()
 
 
 def tracked_fixes(cfg: Config, recipe: Recipe, items: dict[str, dict], repo: str) -> list[dict]:
