@@ -250,8 +250,12 @@ def _one(cfg, recipe, old, items, client, registry, now, at, check, every) -> di
     same = old.get("reference") == pin.reference and old.get("kind") == pin.kind
     live = dict(old.get("liveness") or {}) if same else {}
     due = pin.kind != "none" and (check or liveness_due(live, now, every))
-    if same and old.get("resolved") and not due:
-        doc["resolved"] = old["resolved"]
+    known = old.get("resolved") or {}
+    # a digest or a sha names one build forever: what it resolved to is never asked again
+    settled = pin.kind in ("digest", "nightly") and not known.get("error")
+    settled = settled and not str(known.get("why", "")).endswith("could not be read")
+    if same and known and (not due or settled):
+        doc["resolved"] = known
     else:
         try:
             doc["resolved"] = resolve(pin, client, registry)
