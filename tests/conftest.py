@@ -34,6 +34,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def no_real_registry(monkeypatch):
+    """A cycle checks each pinned image on its registry: in tests the public registries are a
+    closed loopback port (refused at once, the pin marked stale), never the internet. A test
+    that wants a registry maps it to watcher.fakes.registry.FakeRegistry itself."""
+    closed = "http://127.0.0.1:9"
+    hosts = ("docker.io", "ghcr.io", "quay.io", "nvcr.io", "public.ecr.aws")
+    monkeypatch.setenv("WATCHER_REGISTRY_MAP", ",".join(f"{h}={closed}" for h in hosts))
+
+
+@pytest.fixture(autouse=True)
 def fresh_pacing_budget(monkeypatch):
     """Each test starts with the whole minute of GitHub points: the process-wide budget would
     otherwise carry one test's requests into the next, which then waits (correctly) for them."""

@@ -625,9 +625,10 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
         items, runs = store.items(), store.smoke_runs(limit=200)
         ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
         triggers = store.triggers()
+        pins = store.pins()
     finally:
         store.close()
-    doc = build(cfg, target, items, ev, runs, triggers)
+    doc = build(cfg, target, items, ev, runs, triggers, pins)
     click.echo(
         json.dumps(doc, indent=2, sort_keys=True) if as_json else terminal_safe(format_text(doc))
     )
@@ -1052,3 +1053,51 @@ def main() -> None:
 
     hold()  # GITHUB_TOKEN leaves this process's environment (engines could read it there)
     cli(prog_name="watcher")
+
+
+# ------------------------------------------------------------------ watcher pins (issue 30)
+
+
+@cli.command()
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--check", is_flag=True, help="Resolve every pin and check it still exists, now.")
+@click.option("--json", "as_json", is_flag=True, help="Print the pins as JSON.")
+def pins(config_path: str, check: bool, as_json: bool) -> None:
+    """List each recipe's pin: the build it runs, the commit that resolves to (and how), whether
+    the build still exists, and which tracked fixes it carries or lacks.
+
+    Without --check it reads the store (what the last cycle saw; liveness is checked on
+    [smoke] pin_check_every, daily by default). --check asks GitHub and the registries now:
+    about 3 requests per image on Docker Hub or GHCR (a 401, the pull token, the HEAD).
+
+    Example: watcher pins --check
+    """
+    from watcher.core.clock import utcnow
+    from watcher.github.client import open_client
+    from watcher.judge.evaluate import evaluate
+    from watcher.judge.pins import format_text, recipe_view
+    from watcher.poll.pins import refresh_pins
+    from watcher.store.db import Store
+
+    cfg = _config(config_path)
+    store = Store(cfg.db_path)
+    try:
+        now = utcnow()
+        if check:
+            with open_client(cfg) as client:
+                refresh_pins(cfg, store, client, now, check=True)
+        stored = store.pins()
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+    finally:
+        store.close()
+    views = {
+        r.id: recipe_view(
+            stored.get(r.id), {b: ev.blockers[b].status for b in r.blockers if b in ev.blockers}
+        )
+        for r in cfg.recipes
+    }
+    click.echo(
+        json.dumps(views, indent=2, sort_keys=True)
+        if as_json
+        else terminal_safe(format_text(views))
+    )

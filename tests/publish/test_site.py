@@ -287,7 +287,7 @@ def test_markdown_rendering_keeps_tables_and_code_and_drops_html():
 
 def test_status_json_keeps_the_contract(hostile):
     doc = json.loads((hostile.site_dir / "status.json").read_text())
-    assert set(doc) == {"generated_at", "pages", "blockers", "items", "runs"}
+    assert set(doc) == {"generated_at", "pages", "blockers", "items", "runs", "pins"}
     assert doc["pages"][0]["id"] == "sglang" and doc["pages"][0]["status"] == "blocked"
     assert {"last_cycle", "last_checked", "interval_s", "smoke"} <= set(doc["runs"])
     assert len(doc["items"]) == len(hostile.items)

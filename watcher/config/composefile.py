@@ -26,6 +26,7 @@ class ComposeService:
     shown_as: str  # the path as the config wrote it (for the display command)
     service: str
     image: str = ""
+    image_text: str = ""  # as written, before ${VAR} substitution
     container_port: int | None = None
     host_port: int | None = None  # None: ephemeral or unknown; `docker compose port` tells later
     gpu_count: int | None = None  # None: not told by the file (`count: all` alone is no count)
@@ -207,6 +208,7 @@ def read_service(
         shown_as=shown_as or str(path),
         service=service,
         image=image,
+        image_text=str(svc.get("image") or ""),
         container_port=container_port,
         host_port=host_port,
         gpu_count=count,

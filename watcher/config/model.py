@@ -197,6 +197,7 @@ class Recipe:
     max_ttft_vs_baseline: float | None = None  # TTFT may be at most this many times baseline's
     compare_rounds: int = 1  # launches of each, interleaved (B R, R B, ...)
     source: Source | None = None  # where its engine builds come from (watcher bisect)
+    image_written: str = ""  # its compose service's image (variables filled where knowable)
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,7 @@ class Smoke:
     ref: str = "main"
     poll_interval: float = 15.0
     dispatch_timeout: float = 3 * 3600.0
+    pin_check_every: float = 86400.0  # does each pinned build still exist? (watcher.poll.pins)
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,7 @@ def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
         "stop_timeout",
         "port",
         "host_port",
+        "image_written",  # read from the compose file, whose bytes are hashed below
     ):
         keep.pop(key, None)
     if recipe.compose and base_dir is not None:

@@ -120,6 +120,7 @@ def read_recipe(r: TableReader) -> Recipe:
         max_ttft_vs_baseline=r.get("max_ttft_vs_baseline", float),
         compare_rounds=r.get("compare_rounds", int, 1),
         source=_source(r.sub("source"), engine),
+        image_written=(from_compose.image or from_compose.image_text) if from_compose else "",
     )
     for key in ("min_speed_vs_baseline", "max_ttft_vs_baseline"):
         value = getattr(rec, key)

@@ -266,7 +266,10 @@ def read_smoke(r: TableReader | None) -> Smoke:
         ref=r.get("ref", str, d.ref),
         poll_interval=r.duration("poll_interval", d.poll_interval),
         dispatch_timeout=r.duration("dispatch_timeout", d.dispatch_timeout),
+        pin_check_every=r.duration("pin_check_every", d.pin_check_every),
     )
+    if s.pin_check_every < 60:
+        r.fail("pin_check_every", "must be at least 60s (each check asks every registry)")
     if s.backend == "github-actions" and not s.repo:
         r.fail("repo", "is required when backend = 'github-actions'")
     r.done()

@@ -12,6 +12,7 @@ from typing import Any
 from watcher.config.model import Config
 from watcher.core.errors import WatcherError
 from watcher.judge.evaluate import Evaluation
+from watcher.judge.pins import pin_name, recipe_view
 from watcher.judge.views import item_view
 
 
@@ -45,8 +46,20 @@ def explain_item(cfg: Config, item_id: str, items: dict[str, dict]) -> dict[str,
     return v
 
 
+def _pin(cfg: Config, recipe_id: str, ev: Evaluation, pins: dict | None) -> dict[str, Any]:
+    statuses = {
+        b: ev.blockers[b].status for b in cfg.recipe(recipe_id).blockers if b in ev.blockers
+    }
+    return recipe_view((pins or {}).get(recipe_id), statuses)
+
+
 def explain_blocker(
-    cfg: Config, blocker_id: str, items: dict[str, dict], ev: Evaluation, runs: list[dict[str, Any]]
+    cfg: Config,
+    blocker_id: str,
+    items: dict[str, dict],
+    ev: Evaluation,
+    runs: list[dict[str, Any]],
+    pins: dict[str, dict] | None = None,
 ) -> dict[str, Any]:
     b = cfg.blocker(blocker_id)
     st = ev.blockers[blocker_id]
@@ -66,6 +79,13 @@ def explain_blocker(
         "hints": [dict(h, **{"detail": explain_item(cfg, h["item"], items)}) for h in st.hints],
         "recipes": recipes,
         "smoke_runs": {r: _runs_for(runs, r) for r in recipes},
+        # is its fix in the build each recipe runs? (fixes in the pinned engine's repository)
+        "in_pins": {
+            r: [
+                f["text"] for f in _pin(cfg, r, ev, pins).get("fixes") or [] if f["blocker"] == b.id
+            ]
+            for r in recipes
+        },
     }
 
 
@@ -76,6 +96,7 @@ def explain(
     ev: Evaluation,
     runs: list[dict[str, Any]],
     triggers: dict[str, dict[str, Any]] | None = None,
+    pins: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The chain behind `target` (a page, blocker or item id; default: every page).
 
@@ -102,16 +123,19 @@ def explain(
                             "blockers": list(cfg.recipe(r).blockers),
                             "smoke_runs": _runs_for(runs, r),
                             "pending": (triggers or {}).get(r),
+                            "pin": _pin(cfg, r, ev, pins),
                         }
                         for r in p.recipes
                     ],
-                    "blockers": [explain_blocker(cfg, b, items, ev, runs) for b in p.blockers],
+                    "blockers": [
+                        explain_blocker(cfg, b, items, ev, runs, pins) for b in p.blockers
+                    ],
                 }
                 for p in pages
             ],
         }
     if target in {b.id for b in cfg.blockers}:
-        return explain_blocker(cfg, target, items, ev, runs)
+        return explain_blocker(cfg, target, items, ev, runs, pins)
     if target in {i.id for i in cfg.items}:
         return explain_item(cfg, target, items)
     known = ", ".join(sorted(page_ids | {b.id for b in cfg.blockers} | {i.id for i in cfg.items}))
@@ -187,6 +211,27 @@ def _pending_lines(t: dict[str, Any] | None, indent: str) -> list[str]:
     return out
 
 
+def _pin_lines(v: dict[str, Any], indent: str) -> list[str]:
+    if not v.get("reference"):
+        return [f"{indent}pin: none ({v.get('why')})"]
+    res = v.get("resolved") or {}
+    commit = (
+        f"commit {res['sha'][:12]} ({res.get('how')})"
+        if res.get("sha")
+        else f"no commit: {res.get('why') or 'not read yet'}"
+    )
+    out = [f"{indent}pin: {v['reference']} — {commit}"]
+    if v.get("gone"):
+        out.append(f"{indent}  GONE: {v['gone']}")
+    if v.get("held_by_pin"):
+        newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
+        out.append(
+            f"{indent}  not ready on its pin {pin_name(v)}: {', '.join(v['held_by_pin'])} fixed"
+            f" upstream only; {newer} would carry it"
+        )
+    return out
+
+
 def format_text(doc: dict[str, Any]) -> str:
     lines: list[str] = []
 
@@ -217,6 +262,8 @@ def format_text(doc: dict[str, Any]) -> str:
                 f"{indent}  latest smoke runs of {recipe} (signatures: {', '.join(b['signatures']) or 'none'}):"
             )
             lines.extend(_run_lines(runs, indent + "    "))
+        for recipe, texts in (b.get("in_pins") or {}).items():
+            lines.extend(f"{indent}  in {recipe}'s pin: {t}" for t in texts)
 
     if doc["type"] == "pages":
         for p in doc["pages"]:
@@ -232,6 +279,7 @@ def format_text(doc: dict[str, Any]) -> str:
             for r in p["recipes"]:
                 lines.append(f"  recipe {r['id']} needs {', '.join(r['blockers']) or 'nothing'}")
                 lines.extend(_pending_lines(r.get("pending"), "    "))
+                lines.extend(_pin_lines(r.get("pin") or {}, "    "))
                 lines.extend(_run_lines(r["smoke_runs"], "    "))
             for b in p["blockers"]:
                 blocker(b, "  ")

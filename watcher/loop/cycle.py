@@ -419,6 +419,8 @@ def _cycle(
         _save(run)  # store and judge, in one transaction
         # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
         # readers and `watcher smoke` are never locked out; each result is stored as it lands.
+        if write and not offline and run.cfg.recipes:
+            _pins(run)
         if write and not no_smoke and not offline:
             _smoke_triggers(run)
             _bisect_step(run)
@@ -535,6 +537,40 @@ def _judge(run: _Run) -> None:
     report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at, snoozed=quiet))
 
 
+def _pins(run: _Run) -> None:
+    """Each recipe's pin: resolved, compared with the tracked fixes, and (on its own schedule,
+    [smoke] pin_check_every) checked to still exist. A registry or GitHub failure makes a pin
+    stale; nothing here stops the cycle."""
+    from datetime import timedelta
+
+    from watcher.github.client import GitHubClient
+    from watcher.poll.pins import refresh_pins
+
+    run.stage = "pins"
+    cfg, store = run.cfg, run.store
+    client = _callers_client(run)
+    own = client is None
+    try:
+        if own:  # conditional reads too: a git ref that did not move is a 304
+            client = GitHubClient(
+                cfg.settings.github_api_url,
+                etags=store.etags(),
+                timeout=cfg.settings.timeout,
+                max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
+                user_agent=cfg.settings.user_agent,
+            )
+        try:
+            every = timedelta(seconds=cfg.smoke.pin_check_every)
+            refresh_pins(cfg, store, client, run.now, every=every)
+            if own:
+                store.put_etags(client.etag_updates)
+        finally:
+            if own:
+                client.close()
+    except Exception as e:  # noqa: BLE001 (one stage's failure is logged, never the cycle's)
+        log.warning("pins: not refreshed this cycle: %s: %s", type(e).__name__, e)
+
+
 def _smoke_triggers(run: _Run) -> None:
     """Run or dispatch the smoke tests that are due; if any ran, evaluate and record again."""
     from watcher.smoke.trigger import run_triggers
@@ -589,6 +625,7 @@ def _publish(run: _Run, write: bool) -> None:
             run.at,
             attempt=attempt,
             triggers=store.triggers(),
+            pins=store.pins(),
         )
         report.duration_s = round(time.monotonic() - run.started, 3)
         _finish_cycle(store, report)

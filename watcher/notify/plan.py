@@ -129,7 +129,9 @@ class Bodies:
         statuses: dict[str, dict[str, Any]],
         ask_log: list[str] | tuple[str, ...] = (),
         bisects: list[dict[str, Any]] | tuple = (),
+        pins: dict[str, dict[str, Any]] | None = None,
     ):
+        self.pins = pins or {}  # recipe -> stored pin (watcher.poll.pins)
         self.bisects = list(bisects)  # newest first; the status comment shows each recipe's last
         self.cfg, self.ev = cfg, ev
         self.env = environment(cfg)
@@ -137,7 +139,9 @@ class Bodies:
         self.ask_log = list(ask_log)
 
     def status(self, page: Page) -> str:
-        ctx = page_context(self.cfg, page, self.items, self.ev, self.runs, [], None, None)
+        ctx = page_context(
+            self.cfg, page, self.items, self.ev, self.runs, [], None, None, pins=self.pins
+        )
         since = (self.statuses.get(f"page:{page.id}") or {}).get("since")
         evidence = []
         for r in ctx["recipes"]:

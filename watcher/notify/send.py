@@ -150,6 +150,7 @@ class Notifier:
             store.statuses(),
             json.loads(store.notify_get("ask_log") or "[]"),
             bisects=store.bisects(limit=20),
+            pins=store.pins(),
         )
 
     # -- plumbing

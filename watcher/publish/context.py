@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from watcher.config.model import Config, Page
 from watcher.core.clock import iso, parse_iso
 from watcher.core.text import UNSAFE, clean_tree
+from watcher.judge import pins as pins_rule
 from watcher.judge.evaluate import Evaluation, latest_target_runs
 from watcher.judge.fresh import freshness as judged_freshness
 from watcher.judge.states import item_satisfied
@@ -98,6 +99,7 @@ def page_sources(store: Store) -> dict[str, Any]:
         "runs": store.smoke_runs(limit=200),
         "triggers": store.triggers(),
         "statuses": store.statuses(),
+        "pins": store.pins(),
     }
 
 
@@ -187,6 +189,7 @@ def page_context(
     attempt: dict[str, Any] | None = None,
     triggers: dict[str, dict[str, Any]] | None = None,
     statuses: dict[str, dict[str, Any]] | None = None,
+    pins: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything a page template shows. `last_checked` is the last successful read; `attempt`
     ({at, failed}) the last time GitHub was asked. Reader sentences come from `watcher.publish.prose`."""
@@ -204,6 +207,7 @@ def page_context(
     said = _said_by_blockers(blockers)
     recipes = [
         _recipe_view(cfg, page, r_id, ev, runs, never_read, (triggers or {}).get(r_id), said)
+        | {"pin_lines": _pin_lines(cfg, r_id, ev, (pins or {}).get(r_id))}
         for r_id in page.recipes
     ]
     return {
@@ -352,6 +356,15 @@ def _recipe_view(cfg, page, r_id, ev, runs, never_read, trigger, said) -> dict[s
         "tested": prose.run_sentence(cfg, tested, gpu, said=said),
         "waiting": prose.waiting_sentence(trigger, gpu, cfg.smoke.backend),
     }
+
+
+def _pin_lines(cfg: Config, r_id: str, ev: Evaluation, pin: dict[str, Any] | None) -> list[str]:
+    """The reader's sentences about the build a recipe runs: its fixes in or not in the pin, a
+    vanished pin (watcher.judge.pins)."""
+    if not pin:
+        return []
+    statuses = {b: ev.blockers[b].status for b in cfg.recipe(r_id).blockers if b in ev.blockers}
+    return pins_rule.reader_lines(pins_rule.recipe_view(pin, statuses))
 
 
 def _filled_command(r) -> list[str]:

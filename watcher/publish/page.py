@@ -219,6 +219,7 @@ def page_text(
         attempt=attempt,
         triggers=sources["triggers"],
         statuses=sources["statuses"],
+        pins=sources.get("pins"),
     )
     return render_page(cfg, ctx)
 

@@ -277,8 +277,9 @@ def render_site(
     if status_doc is None:
         cycle = store.last_finished_cycle(polled_only=True) or store.last_finished_cycle()
         status_doc = status_document(
-            cfg, store.items(), ev, cycle, store.smoke_runs(limit=20), generated_at
-        )
+            cfg, store.items(), ev, cycle, store.smoke_runs(limit=20), generated_at,
+            pins=store.pins(),
+        )  # fmt: skip
     page_texts = page_markdown(cfg, store, ev)
     ctx = site_context(cfg, store, ev, generated_at)
     env = environment(cfg)

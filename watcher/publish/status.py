@@ -13,6 +13,7 @@ from watcher.core.clock import parse_iso
 from watcher.core.text import one_line, safe_url
 from watcher.judge.evaluate import Evaluation
 from watcher.judge.fresh import freshness
+from watcher.judge.pins import recipe_view
 from watcher.judge.views import item_view
 from watcher.publish import prose
 
@@ -30,6 +31,7 @@ def status_document(
     *,
     attempt: dict[str, Any] | None = None,
     triggers: dict[str, dict[str, Any]] | None = None,
+    pins: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The contract other tools read (site/status.json).
 
@@ -94,6 +96,7 @@ def status_document(
         "pages": pages,
         "blockers": blockers,
         "items": views,
+        "pins": pin_views(cfg, ev, pins or {}),
         "runs": {
             "last_cycle": {
                 k: last.get(k)
@@ -159,6 +162,20 @@ def status_document(
             ],
         },
     }
+
+
+def pin_views(
+    cfg: Config, ev: Evaluation, pins: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """recipe -> its pin as `watcher pins --json` shows it (watcher.judge.pins), registry and
+    upstream text made plain; the registry's ETag is watcher's own bookkeeping and left out."""
+    out = {}
+    for r in cfg.recipes:
+        statuses = {b: ev.blockers[b].status for b in r.blockers if b in ev.blockers}
+        view = recipe_view(pins.get(r.id), statuses)
+        view["liveness"] = {k: v for k, v in (view.get("liveness") or {}).items() if k != "etag"}
+        out[r.id] = _plain_tree(view)
+    return out
 
 
 def _plain(text: Any, limit: int) -> str | None:

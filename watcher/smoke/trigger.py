@@ -5,7 +5,9 @@ blockers (items or watch; hints only with hints_trigger_smoke; snoozed items exc
 its state or evidence (item events are recorded only then: a title, a body or a new
 cross-reference is never a trigger, see `watcher.judge.states.evidence_key`);
 the engine's release stream changed; or its last validation on target hardware is older than
-smoke.validation_max_age. Parked pages trigger nothing. Never more than smoke.max_runs_per_day
+smoke.validation_max_age. Parked pages trigger nothing; a recipe whose pinned build is gone (watcher.poll.pins) is not
+started: it would fail at pull, a setup problem, never a blocker; nor one whose blockers' fixes
+are upstream but not in its pin (the run would test a build without them). Never more than smoke.max_runs_per_day
 runs started in the last 24 hours (dispatched runs not yet collected count too).
 
 A trigger is never wasted: it is stored (one per recipe) until a result answers it. A host
@@ -26,6 +28,8 @@ from watcher.config.model import Config, Recipe
 from watcher.core.clock import iso, parse_iso
 from watcher.github.client import open_client
 from watcher.judge.evaluate import Evaluation, latest_target_runs
+from watcher.judge.pins import gone as pin_gone
+from watcher.judge.pins import readiness as pin_readiness
 from watcher.store.db import Store
 
 log = logging.getLogger("watcher.smoke.trigger")
@@ -57,6 +61,20 @@ def _eligible(cfg: Config, recipe: Recipe, ev: Evaluation) -> bool:
     return not pages or any(
         ev.pages[p.id].status != "parked" or (ev.pages[p.id].parked or {}).get("by") == "floor"
         for p in pages
+    )
+
+
+def _held_by_pin(recipe: Recipe, pin: dict[str, Any] | None, ev: Evaluation) -> str | None:
+    """Why a run on its pin would prove nothing: its fix-merged blockers are fixed upstream but
+    not in the build it runs (watcher.judge.pins), or None."""
+    statuses = {b: ev.blockers[b].status for b in recipe.blockers if b in ev.blockers}
+    held = pin_readiness(pin, statuses)
+    if not held["held_by_pin"]:
+        return None
+    newer = ", ".join(held["newer_builds"]) or "a newer build"
+    return (
+        f"not ready to test on its pin {(pin or {}).get('reference')}: the fix for"
+        f" {', '.join(held['held_by_pin'])} is upstream but not in it; {newer} would carry it"
     )
 
 
@@ -197,11 +215,19 @@ def run_triggers(
             merged = old["reasons"] + [r for r in d.reasons if r not in old["reasons"]]
             store.put_trigger(d.recipe, reasons=merged, updated_at=at)
     triggers = store.triggers()
-    waiting = [
-        t
-        for r in cfg.recipes
-        if (t := triggers.get(r.id)) and t["state"] == "waiting" and _eligible(cfg, r, ev)
-    ]
+    pins = store.pins()
+    waiting = []
+    for r in cfg.recipes:
+        t = triggers.get(r.id)
+        if not t or t["state"] != "waiting" or not _eligible(cfg, r, ev):
+            continue
+        gone = pin_gone(pins.get(r.id)) or _held_by_pin(r, pins.get(r.id), ev)
+        if gone:  # it would fail at pull, or test a build without the fix: kept waiting
+            log.warning("smoke: %s not started: %s", r.id, gone)
+            if t.get("note") != gone:
+                store.put_trigger(r.id, note=gone, updated_at=at)
+            continue
+        waiting.append(t)
     if not waiting:
         return docs, smoke_events
     in_flight = sum(1 for t in triggers.values() if t["state"] == "dispatched")

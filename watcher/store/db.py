@@ -21,11 +21,12 @@ import sqlite_utils
 from watcher.core.errors import WatcherError
 from watcher.store.bisects import BisectStore
 from watcher.store.comments import CommentStore
+from watcher.store.pins import PinStore
 from watcher.store.schema import migrations, span_data
 from watcher.store.triggers import TriggerStore
 
 
-class Store(CommentStore, TriggerStore, BisectStore):
+class Store(CommentStore, TriggerStore, BisectStore, PinStore):
     """Thin, named operations over the database; callers never write SQL."""
 
     def __init__(self, path: str | Path):

@@ -199,3 +199,10 @@ def m055_bisects(db: sqlite_utils.Database) -> None:
             state TEXT NOT NULL, created_at TEXT, updated_at TEXT)"""
     )
     db.execute("CREATE INDEX bisects_recipe ON bisects(recipe, created_at)")
+
+
+@migrations()
+def m060_pins(db: sqlite_utils.Database) -> None:
+    """Each recipe's pin (watcher.poll.pins): kept across cycles so a vanished build still shows
+    its last known digest and when it was last seen."""
+    db.execute("CREATE TABLE pins (recipe TEXT PRIMARY KEY, doc TEXT NOT NULL, updated_at TEXT)")

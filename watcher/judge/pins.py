@@ -1,0 +1,163 @@
+"""Is a fix in the build we run? The pin-aware reading of a merged fix, as a pure rule.
+
+A fix merged upstream is `in-pin` when the compare API says the pinned commit is `ahead` of the
+fix commit or `identical` to it (compare/{fix}...{pin}: the fix is an ancestor of the pin),
+`awaiting-pin` when it says `behind` or `diverged` (merged, not yet in our build: the guide's
+"🔵 Merged, awaiting propagation"), and unknown otherwise (no compare, or a pin that resolves to
+no commit). A recipe whose cleared blockers' fixes are all upstream but not in its pin is not
+ready to test on its pin. A pin whose build is gone is a setup problem, never a blocker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+IN_PIN, AWAITING_PIN = "in-pin", "awaiting-pin"
+
+
+def fix_state(compare_status: str | None) -> str | None:
+    """compare/{fix}...{pin} status -> in-pin, awaiting-pin, or None (not known)."""
+    if compare_status in ("ahead", "identical"):
+        return IN_PIN
+    if compare_status in ("behind", "diverged"):
+        return AWAITING_PIN
+    return None
+
+
+def view(pin: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored pin with each fix's state (in-pin / awaiting-pin / None) and sentence added."""
+    if not pin:
+        return pin
+    out = dict(pin)
+    out["fixes"] = []
+    for f in pin.get("fixes") or []:
+        f = {**f, "state": fix_state(f.get("compare"))}
+        f["text"] = fix_phrase(f, pin)
+        out["fixes"].append(f)
+    out["gone"] = gone(pin)
+    return out
+
+
+def pin_name(pin: dict[str, Any]) -> str:
+    """How a reader names the build: `v0.23.1`, `nightly-1a2b3c4`, `sha256:0123abcd…`."""
+    ref = pin.get("ref") or pin.get("version") or pin.get("reference") or "?"
+    return ref[:19] + "…" if ref.startswith("sha256:") else ref
+
+
+def fix_phrase(fix: dict[str, Any], pin: dict[str, Any]) -> str:
+    """ "fixed upstream in vllm#45295 (2026-06-30); not in our pin v0.23.1; first in v0.24.0"."""
+    where = f"fixed upstream in {fix.get('ref') or fix.get('item')}"
+    if fix.get("merged_at"):
+        where += f" ({str(fix['merged_at'])[:10]})"
+    state = fix.get("state")
+    if state == IN_PIN:
+        return f"{where}; in our pin {pin_name(pin)}"
+    if state == AWAITING_PIN:
+        text = f"{where}; not in our pin {pin_name(pin)}"
+        return text + (f"; first in {fix['first_release']}" if fix.get("first_release") else "")
+    return f"{where}; whether our pin {pin_name(pin)} carries it is not known ({fix.get('why') or 'no compare'})"
+
+
+def gone(pin: dict[str, Any] | None) -> str | None:
+    """Why no GPU run of the recipe may start (its pinned build no longer exists), or None."""
+    live = (pin or {}).get("liveness") or {}
+    if live.get("exists") is False:
+        seen = live.get("last_seen") or "never"
+        digest = live.get("last_digest") or "unknown"
+        return (
+            f"its pinned build {pin.get('reference')} no longer exists (404 since"
+            f" {live.get('gone_since')}; last seen {seen}, last known digest {digest}):"
+            " a setup problem, not a blocker: the pin needs a bump"
+        )
+    return None
+
+
+def readiness(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str, Any]:
+    """Whether the recipe is ready to test on its pin: `blockers` maps each of its blockers to
+    its status. A blocker whose fixes (for the pinned engine) are all awaiting-pin holds it."""
+    fixes = (view(pin) or {}).get("fixes") or []
+    held = []
+    for blocker, status in blockers.items():
+        mine = [f for f in fixes if f.get("blocker") == blocker]
+        if status == "fix-merged" and mine and all(f.get("state") == AWAITING_PIN for f in mine):
+            held.append(blocker)
+    newer = sorted(
+        {
+            f["first_release"]
+            for f in fixes
+            if f.get("state") == AWAITING_PIN and f.get("first_release")
+        }
+    )
+    return {
+        "ready_on_pin": not held and not gone(pin),
+        "held_by_pin": held,
+        "newer_builds": newer,
+        "gone": gone(pin),
+    }
+
+
+def recipe_view(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str, Any]:
+    """One recipe's pin as readers see it: the stored doc with fix states, liveness and
+    readiness on the pin (the shape `watcher pins --json` and status.json's `pins` share)."""
+    shown = view(pin) or {"kind": "none", "why": "not read yet (run watcher pins --check)"}
+    return {**shown, **readiness(pin, blockers)}
+
+
+def format_text(views: dict[str, dict[str, Any]]) -> str:
+    """`watcher pins`: one block per recipe."""
+    out = []
+    for recipe, v in views.items():
+        kind = v.get("kind") or "none"
+        head = f"{recipe}  {v.get('reference') or '(no pin)'}"
+        out.append(head + (f"  ({kind}, from {v['origin']})" if v.get("origin") else ""))
+        res = v.get("resolved") or {}
+        if kind == "none":
+            out.append(f"  pin      none: {v.get('why')}")
+        elif res.get("sha"):
+            line = f"  commit   {res['sha'][:12]} ({res.get('how')})"
+            out.append(line + (f"; stale: {res['error']}" if res.get("error") else ""))
+        else:
+            out.append(f"  commit   not resolved: {res.get('why') or 'not read yet'}")
+        live = v.get("liveness") or {}
+        if kind != "none":
+            out.append(f"  exists   {_exists(live)}")
+        for f in v.get("fixes") or []:
+            out.append(f"  fix      {f['blocker']}: {f['text']}")
+        if v.get("held_by_pin"):
+            newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
+            out.append(
+                f"  ready    not on its pin: {', '.join(v['held_by_pin'])} fixed upstream, not in"
+                f" {pin_name(v)}; {newer} would carry it"
+            )
+    return "\n".join(out)
+
+
+def _exists(live: dict[str, Any]) -> str:
+    if not live.get("checked_at"):
+        return "not checked yet"
+    stale = f" (stale: {live['error']})" if live.get("error") else ""
+    if live.get("exists") is True:
+        return f"yes, {live.get('last_digest') or 'digest unknown'}, checked {live['checked_at']}{stale}"
+    if live.get("exists") is False:
+        return (
+            f"GONE since {live.get('gone_since')}; last seen {live.get('last_seen') or 'never'},"
+            f" last known digest {live.get('last_digest') or 'unknown'}{stale}"
+        )
+    return f"unknown{stale}"
+
+
+def reader_lines(v: dict[str, Any]) -> list[str]:
+    """What a page says under a recipe about the build it runs (a recipe_view)."""
+    out = []
+    if v.get("gone"):
+        live = v.get("liveness") or {}
+        out.append(
+            f"Its pinned build {v.get('reference')} is no longer published (gone since"
+            f" {str(live.get('gone_since'))[:10]}; last seen {str(live.get('last_seen'))[:10]}):"
+            " the pin needs a bump before it can be tested."
+        )
+    out += [f"{f['text'][0].upper()}{f['text'][1:]}." for f in v.get("fixes") or []]
+    if v.get("held_by_pin") and not v.get("gone"):
+        newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
+        out.append(f"Not ready to test on its pin {pin_name(v)}: {newer} would carry the fix.")
+    return out
