@@ -208,7 +208,7 @@ def read_service(
         shown_as=shown_as or str(path),
         service=service,
         image=image,
-        image_text=str(svc.get("image") or ""),
+        image_text=raw_image,
         container_port=container_port,
         host_port=host_port,
         gpu_count=count,

@@ -120,7 +120,7 @@ def read_recipe(r: TableReader) -> Recipe:
         max_ttft_vs_baseline=r.get("max_ttft_vs_baseline", float),
         compare_rounds=r.get("compare_rounds", int, 1),
         source=_source(r.sub("source"), engine),
-        image_written=(from_compose.image or from_compose.image_text) if from_compose else "",
+        image_written=_image_written(from_compose),
     )
     for key in ("min_speed_vs_baseline", "max_ttft_vs_baseline"):
         value = getattr(rec, key)
@@ -194,3 +194,14 @@ def _source(r: TableReader | None, engine: str) -> Source | None:
         )
     r.done()
     return s
+
+
+def _image_written(service) -> str:
+    """The compose image a pin is read from: interpolated where every variable is known, else as
+    written (a tag left to a variable the launcher fills, `nightly-${VLLM_NIGHTLY_SHA}`, is said
+    to be unknowable, not read as the empty tag `nightly-`)."""
+    if service is None:
+        return ""
+    if service.image_vars or not service.image:
+        return service.image_text
+    return service.image
