@@ -266,15 +266,16 @@ def _in_flight(cfg: Config, triggers: dict[str, dict[str, Any]]) -> int:
 def _run_sessions(
     cfg: Config, waiting: list[dict[str, Any]], run_ids: dict[str, str]
 ) -> dict[str, dict[str, Any]]:
-    """The waiting recipes run here, those that share a baseline in one session; a runner
-    failure leaves them to `local_runner` one by one (which records it)."""
-    from watcher.smoke.run import run_results
+    """The waiting recipes run here, those that share a baseline in one session; a failure of
+    the runner itself is an `error` document for each (never a retry: it may have launched)."""
+    from watcher.smoke.run import error_doc, run_results
 
+    recipes = [cfg.recipe(t["recipe"]) for t in waiting]
     try:
-        got = run_results(cfg, [cfg.recipe(t["recipe"]) for t in waiting], run_ids=run_ids)
-    except Exception:
-        log.exception("smoke: a shared session failed; running its recipes one by one")
-        return {}
+        got = run_results(cfg, recipes, run_ids=run_ids)
+    except Exception as e:  # a backend failure is recorded, never fatal to the cycle
+        log.exception("smoke: a session of %s failed to run", ", ".join(run_ids))
+        return {r.id: error_doc(r, run_ids[r.id], f"{type(e).__name__}: {e}") for r in recipes}
     return {rid: res.to_record() for rid, res in got.items()}
 
 
