@@ -28,17 +28,17 @@ ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
-def test_compare_calls_it_only_when_the_range_is_on_one_side():
+def test_compare_calls_it_only_when_the_interval_is_on_one_side():
     assert compare([16, 16.5], [85, 84], 0.8)["verdict"] == BELOW
     assert compare([90, 91], [85, 84], 0.8)["verdict"] == CLEARS
     noisy = compare([60, 75, 95], [85, 60, 100], 0.8)
     assert noisy["verdict"] == INSUFFICIENT and "spread" in noisy["why"]
-    c = compare([16.0], [85.0], 0.8)
+    c = compare([16.0, 16.0], [85.0, 85.0], 0.8)
     assert c["speed_ratio"] == pytest.approx(0.188, abs=0.001)
     assert c["decode_tokens_per_s"] == 16 and c["baseline_decode_tokens_per_s"] == 85
     assert compare([], [85], 0.8)["verdict"] == INSUFFICIENT
     # TTFT: lower is better; a ceiling of 1.5x the baseline's
-    slow_start = compare([90], [85], 0.8, [0.9], [0.2], 1.5)
+    slow_start = compare([90, 91], [85, 84], 0.8, [0.9, 0.92], [0.2, 0.21], 1.5)
     assert slow_start["verdict"] == BELOW and slow_start["why"] == "ttft"
 
 

@@ -19,6 +19,8 @@ from kits.smokekit import REPO, RTX3090, fake_nvidia_smi, free_port
 from realengine import vllm
 
 from watcher.config.load import load_config
+from watcher.config.recipes import COMPARED_CHECKS
+from watcher.judge.compare import rejudge
 from watcher.judge.evaluate import evaluate
 from watcher.smoke.hardware import Gpu, GpuReading
 from watcher.smoke.run import run_recipe
@@ -66,8 +68,6 @@ gpu_name = "RTX 3090"
 
 [recipe.checks]
 expect = ""
-repeats = 5
-decode_tokens = 256
 {checks}
 [recipe.env]
 {chr(10).join(f'{k} = "{v}"' for k, v in vllm.ENV.items())}
@@ -94,12 +94,12 @@ def _config(tmp_path, python, model, floor):
 
 
 def _agree(samples):
-    assert len(samples) == 5 and min(samples) > 0
-    median = sorted(samples)[2]
+    assert len(samples) == COMPARED_CHECKS.repeats and min(samples) > 0
+    median = sorted(samples)[len(samples) // 2]
     assert all(median / AGREE_WITHIN <= x <= median * AGREE_WITHIN for x in samples), samples
 
 
-@pytest.mark.slow(seconds=60)  # two engine starts and ten timed generations on the CPU
+@pytest.mark.slow(seconds=60)  # two engine starts and twenty timed generations on the CPU
 def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline(
     tmp_path, python, model
 ):
@@ -124,7 +124,7 @@ def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline
         assert run["engine_version"] == vllm.VERSION
         m = run["metrics"]
         assert m["startup_s"] > 1 and 0 < m["ttft_s"] < 30
-        assert m["decode_tokens"] == 256
+        assert m["decode_tokens"] == COMPARED_CHECKS.decode_tokens
         _agree(m["decode_samples"])
         assert run["teardown"]["leftovers"] == [] and run["teardown"]["escaped"] == []
     # n-gram drafts on the tiny model's repetitive greedy output: most are accepted
@@ -137,6 +137,15 @@ def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline
     c = doc["comparison"]
     assert c["verdict"] == "clears" and c["baseline"] == "vllm-ngram"
     assert c["baseline_decode_tokens_per_s"] == base["metrics"]["decode_tokens_per_s"]
+    # the interval from the real engine's repeats holds its ratio, and floors 2x away from it
+    # are definite, on the right side (the host's noise is in the interval, not in the verdict)
+    low, high = c["speed_ratio_range"]
+    assert low <= c["speed_ratio"] <= high and c["interval"].startswith("95% bootstrap")
+    assert c["speed_ratio_rounds"] == [c["speed_ratio"]] and c["noise_known"] is True
+    shown = json.dumps({k: c[k] for k in ("speed_ratio", "speed_ratio_range")})
+    shown += " " + json.dumps([r["metrics"]["decode_samples"] for r in (doc, base)])
+    assert rejudge(c, c["speed_ratio"] / 2, None) == "clears", shown
+    assert rejudge(c, c["speed_ratio"] * 2, None) == "below", shown
 
     # the same stored figures, judged under a floor the recipe cannot reach: parked, both figures
     store = Store(load_config(cfg_path).db_path)

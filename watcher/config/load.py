@@ -9,6 +9,7 @@ relative to the config file's folder.
 from __future__ import annotations
 
 import tomllib
+from functools import partial
 from pathlib import Path
 
 from watcher.config.model import Config, Page
@@ -82,7 +83,7 @@ def parse_config(text: str, path: Path) -> Config:
         settings=read_settings(table("watcher")),
         items=_array(path, data, "item", read_item),
         blockers=_array(path, data, "blocker", read_blocker),
-        recipes=_array(path, data, "recipe", read_recipe),
+        recipes=_array(path, data, "recipe", partial(read_recipe, baselines=_baselines(data))),
         pages=_array(path, data, "page", read_page),
         signatures=_array(path, data, "signature", read_signature),
         smoke=read_smoke(table("smoke")),
@@ -93,6 +94,16 @@ def parse_config(text: str, path: Path) -> Config:
     _check_references(cfg, path)
     _check_files(cfg, path)
     return cfg
+
+
+def _baselines(data: dict) -> frozenset[str]:
+    """The recipe ids named as a baseline (their checks default to a comparison's repeats)."""
+    tables = data.get("recipe")
+    if not isinstance(tables, list):
+        return frozenset()
+    return frozenset(
+        t["baseline"] for t in tables if isinstance(t, dict) and isinstance(t.get("baseline"), str)
+    )
 
 
 def _check_references(cfg: Config, path: Path) -> None:

@@ -23,13 +23,19 @@ from watcher.core.errors import ConfigError
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# A recipe in a comparison (it has a baseline, or is one) times more and longer repeats by
+# default: the relative verdict's interval must resolve 5% on a quiet host (docs/smoke-runs.md).
+COMPARED_CHECKS = Checks(repeats=10, decode_tokens=256)
 
-def read_recipe(r: TableReader) -> Recipe:
+
+def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Recipe:
+    """One [[recipe]] table; `baselines`: the ids other recipes name as their baseline."""
     recipe_id = r.ident()
     engine = r.choice("engine", ENGINES, required=True)
     command = r.str_list("command")
     compose_file, service = r.get("compose", str), r.get("service", str)
-    ch = Checks()
+    compared = recipe_id in baselines or r.table.get("baseline") is not None
+    ch = COMPARED_CHECKS if compared else Checks()
     cr = r.sub("checks")
     if cr is not None:
         ch = Checks(

@@ -40,7 +40,6 @@ from watcher.core.clock import iso, utcnow
 from watcher.core.errors import ConfigError, WatcherError
 from watcher.core.progress import Progress
 from watcher.core.redact import redact
-from watcher.judge.compare import CLEARS, INSUFFICIENT, compare, speed_phrase
 from watcher.smoke.classify import Classifier
 from watcher.smoke.compose import ComposeLauncher, compose_down
 from watcher.smoke.hardware import GpuReading, check_hardware, read_gpus
@@ -60,6 +59,7 @@ from watcher.smoke.launch import (
 from watcher.smoke.log import LogPump
 from watcher.smoke.probes import generation_answered, refuse_taken_port, served_by, wait_ready
 from watcher.smoke.sequence import FATAL_GRACE_S, Launched, Launcher, probe_ready, verdict
+from watcher.smoke.session import sessions, with_comparison
 from watcher.store.db import Store
 from watcher.store.smokerun import SmokeResult
 
@@ -135,23 +135,61 @@ def run_result(
     """One smoke run of `recipe` on this host -> its result (never raises for a failure of the
     recipe; a failure of the runner itself is outcome `error`).
 
-    A recipe with a `baseline` runs beside it in the same session: `compare_rounds` launches of
-    each, interleaved (B R, R B, ...). The result then carries `comparison` (both figures and
-    the verdict) and `baseline_runs` (the baseline's own results, stored as runs of their own).
+    A recipe with a `baseline` runs beside it in the same session (`run_results`): the result
+    then carries `comparison` (both figures and the verdict) and `baseline_runs` (the
+    baseline's own results, stored as runs of their own).
     """
+    ids = {recipe.id: run_id} if run_id else {}
+    return run_results(cfg, [recipe], any_hardware=any_hardware, run_ids=ids, reading=reading)[
+        recipe.id
+    ]
+
+
+def run_results(
+    cfg: Config,
+    recipes: list[Recipe],
+    *,
+    any_hardware: bool = False,
+    run_ids: dict[str, str] | None = None,
+    reading: GpuReading | None = None,
+) -> dict[str, SmokeResult]:
+    """Smoke runs of `recipes` on this host, by recipe id. Recipes that share a baseline run in
+    one session (`smoke.session`): `compare_rounds` rounds, interleaved (B R1 R2, R2 R1 B, ...),
+    the baseline launched once a round for all of them. Its runs are nested (`baseline_runs`)
+    in the first candidate's result only, so they are stored once; every candidate's
+    `comparison.baseline_run_ids` names them."""
     reading = reading if reading is not None else read_gpus()
-    if not recipe.baseline:
-        return _run_once(cfg, recipe, any_hardware=any_hardware, run_id=run_id, reading=reading)
-    base = cfg.recipe(recipe.baseline)
-    runs: dict[str, list[SmokeResult]] = {recipe.id: [], base.id: []}
-    for i in range(recipe.compare_rounds):
-        for r in (base, recipe) if i % 2 == 0 else (recipe, base):
-            rid = run_id if (r is recipe and run_id and i == recipe.compare_rounds - 1) else None
+    run_ids = run_ids or {}
+    out: dict[str, SmokeResult] = {}
+    for s in sessions(cfg, recipes):
+        runs: dict[str, list[SmokeResult]] = {r.id: [] for r in s.candidates}
+        base_runs: list[SmokeResult] = []
+        skipped: dict[str, SmokeResult] = {}
+        for i, r in s.order():
+            if r.id in skipped:
+                continue
+            last = i == s.rounds - 1 and r is not s.baseline
+            rid = run_ids.get(r.id) if last else None
             res = _run_once(cfg, r, any_hardware=any_hardware, run_id=rid, reading=reading)
-            runs[r.id].append(res)
+            if res.outcome == "skipped" and r is s.baseline:
+                for c in s.candidates:
+                    skipped.setdefault(c.id, _skipped_like(c, res, run_ids.get(c.id)))
+                break
             if res.outcome == "skipped":
-                return res if r is recipe else _skipped_like(recipe, res, run_id)
-    return _with_comparison(recipe, base, runs[recipe.id], runs[base.id])
+                skipped[r.id] = res
+            elif r is s.baseline:
+                base_runs.append(res)
+            else:
+                runs[r.id].append(res)
+        nested = False
+        for c in s.candidates:
+            if c.id in skipped or s.baseline is None:
+                out[c.id] = skipped.get(c.id) or runs[c.id][-1]
+                continue
+            out[c.id] = with_comparison(c, s.baseline, runs[c.id], base_runs)
+            if not nested:
+                out[c.id].baseline_runs, nested = base_runs, True
+    return out
 
 
 def _skipped_like(recipe: Recipe, base_run: SmokeResult, run_id: str | None) -> SmokeResult:
@@ -159,54 +197,6 @@ def _skipped_like(recipe: Recipe, base_run: SmokeResult, run_id: str | None) -> 
     res.outcome, res.reason = "skipped", base_run.reason
     res.gpus, res.matches_target = base_run.gpus, base_run.matches_target
     res.finished_at = iso(utcnow())
-    return res
-
-
-def _with_comparison(
-    recipe: Recipe, base: Recipe, mine: list[SmokeResult], theirs: list[SmokeResult]
-) -> SmokeResult:
-    """The recipe's last result, its figures pooled over the rounds, with the comparison."""
-    res = mine[-1]
-    failed = [r for r in mine if not r.passed]
-    if failed and res.passed:
-        res.outcome, res.reason = failed[-1].outcome, failed[-1].reason
-        res.signature = failed[-1].signature
-
-    def decode(runs: list[SmokeResult]) -> list[float]:
-        return [x for r in runs if r.passed for x in r.metrics.decode_samples or []]
-
-    def ttft(runs: list[SmokeResult]) -> list[float]:
-        return [x for r in runs if r.passed for x in r.metrics.ttft_samples or []]
-
-    c = compare(
-        decode(mine),
-        decode(theirs),
-        recipe.min_speed_vs_baseline,
-        ttft(mine),
-        ttft(theirs),
-        recipe.max_ttft_vs_baseline,
-    )
-    base_failed = [r for r in theirs if not r.passed]
-    c["baseline_passed"] = not base_failed
-    if base_failed:
-        c["verdict"] = INSUFFICIENT
-        c["why"] = f"the baseline {base.id} did not pass: {base_failed[-1].reason}"
-    c.update(
-        baseline=base.id,
-        baseline_title=base.title or base.id,
-        baseline_run_ids=[r.run_id for r in theirs],
-        rounds=recipe.compare_rounds,
-        hardware=", ".join(res.gpu_names) or "no GPU",
-        matches_target=res.matches_target,
-        date=(res.started_at or "")[:10],
-    )
-    res.comparison = c
-    res.baseline_runs = theirs
-    if res.passed:
-        title = f"the {base.title} path" if base.title else base.id
-        res.reason += f"; {speed_phrase(c, title)}: {c['verdict']}"
-        if c["verdict"] != CLEARS and c.get("why"):
-            res.reason += f" ({c['why']})"
     return res
 
 

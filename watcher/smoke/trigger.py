@@ -5,10 +5,12 @@ blockers (items or watch; hints only with hints_trigger_smoke; snoozed items exc
 its state or evidence (item events are recorded only then: a title, a body or a new
 cross-reference is never a trigger, see `watcher.judge.states.evidence_key`);
 the engine's release stream changed; or its last validation on target hardware is older than
-smoke.validation_max_age. Parked pages trigger nothing; a recipe whose pinned build is gone (watcher.poll.pins) is not
-started: it would fail at pull, a setup problem, never a blocker; nor one whose blockers' fixes
-are upstream but not in its pin (the run would test a build without them). Never more than smoke.max_runs_per_day
-runs started in the last 24 hours (dispatched runs not yet collected count too).
+smoke.validation_max_age. Parked pages trigger nothing; a recipe whose pinned build is gone
+(watcher.poll.pins) is not started: it would fail at pull, a setup problem, never a blocker; nor
+one whose blockers' fixes are upstream but not in its pin (the run would test a build without
+them). Never more than smoke.max_runs_per_day launches started in the last 24 hours, a
+baseline's included (dispatched runs not yet collected count too); recipes that share a baseline
+run in one session (`smoke.session`), the baseline launched once a round for all of them.
 
 A trigger is never wasted: it is stored (one per recipe) until a result answers it. A host
 without the target GPU, or a spent budget, leaves it waiting for a later cycle; on the
@@ -30,6 +32,7 @@ from watcher.github.client import open_client
 from watcher.judge.evaluate import Evaluation, latest_target_runs
 from watcher.judge.pins import gone as pin_gone
 from watcher.judge.pins import readiness as pin_readiness
+from watcher.smoke.session import admit, launch_cost
 from watcher.store.db import Store
 
 log = logging.getLogger("watcher.smoke.trigger")
@@ -230,32 +233,37 @@ def run_triggers(
         waiting.append(t)
     if not waiting:
         return docs, smoke_events
-    in_flight = sum(1 for t in triggers.values() if t["state"] == "dispatched")
-    left = cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - in_flight
-    if left <= 0:
+    left = cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - _in_flight(cfg, triggers)
+    wanted = [cfg.recipe(t["recipe"]) for t in waiting]
+    chosen = {r.id for r in admit(cfg, wanted, left, shared=not actions)}
+    if len(chosen) < len(waiting):
         log.warning(
-            "smoke: %s waiting; the budget of %d runs per day is spent (kept for later)",
-            ", ".join(t["recipe"] for t in waiting),
+            "smoke: the budget of %d launches per day (baselines included) leaves %d; %s wait"
+            " for later%s",
             cfg.smoke.max_runs_per_day,
+            max(left, 0),
+            ", ".join(t["recipe"] for t in waiting if t["recipe"] not in chosen),
+            "".join(
+                f"; {r.id} needs {launch_cost(r)} launches, more than a whole day's budget"
+                for r in wanted
+                if launch_cost(r) > cfg.smoke.max_runs_per_day
+            ),
         )
+    if not chosen:
         return docs, smoke_events
-    if len(waiting) > left:
-        log.warning(
-            "smoke: budget allows %d of %d waiting runs; %s wait for later",
-            left,
-            len(waiting),
-            ", ".join(t["recipe"] for t in waiting[left:]),
-        )
+    waiting = [t for t in waiting if t["recipe"] in chosen]
+    run_ids = {t["recipe"]: new_run_id(t["recipe"]) for t in waiting}
+    results = {} if actions or runner else _run_sessions(cfg, waiting, run_ids)
     run = runner or local_runner
-    for t in waiting[:left]:
+    for t in waiting:
         recipe = cfg.recipe(t["recipe"])
-        run_id = new_run_id(recipe.id)
+        run_id = run_ids[recipe.id]
         log.info("smoke: %s (%s) because %s", recipe.id, run_id, "; ".join(t["reasons"]))
         if actions:
             _dispatch(cfg, store, recipe, run_id, t, at, client, record)
             continue
         try:
-            doc = run(cfg, recipe, run_id)
+            doc = results.get(recipe.id) or run(cfg, recipe, run_id)
         except Exception as e:  # a backend failure is recorded, never fatal to the cycle
             log.exception("smoke: %s failed to run", recipe.id)
             doc = error_doc(recipe, run_id, f"{type(e).__name__}: {e}")
@@ -269,6 +277,32 @@ def run_triggers(
         store.drop_trigger(recipe.id)
         record(doc, t["reasons"])
     return docs, smoke_events
+
+
+def _in_flight(cfg: Config, triggers: dict[str, dict[str, Any]]) -> int:
+    """Launches of dispatched runs not yet collected (each brings its own baseline)."""
+    known = {r.id: r for r in cfg.recipes}
+    return sum(
+        launch_cost(known[t["recipe"]]) if t["recipe"] in known else 1
+        for t in triggers.values()
+        if t["state"] == "dispatched"
+    )
+
+
+def _run_sessions(
+    cfg: Config, waiting: list[dict[str, Any]], run_ids: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """The waiting recipes run here, those that share a baseline in one session; a failure of
+    the runner itself is an `error` document for each (never a retry: it may have launched)."""
+    from watcher.smoke.run import error_doc, run_results
+
+    recipes = [cfg.recipe(t["recipe"]) for t in waiting]
+    try:
+        got = run_results(cfg, recipes, run_ids=run_ids)
+    except Exception as e:  # a backend failure is recorded, never fatal to the cycle
+        log.exception("smoke: a session of %s failed to run", ", ".join(run_ids))
+        return {r.id: error_doc(r, run_ids[r.id], f"{type(e).__name__}: {e}") for r in recipes}
+    return {rid: res.to_record() for rid, res in got.items()}
 
 
 def _dispatch(cfg, store, recipe, run_id, trigger, at, client, record) -> None:
