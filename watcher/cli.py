@@ -186,7 +186,8 @@ def cli(ctx: click.Context, verbose: int) -> None:
     "adopt",
     metavar="PAGE",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Take over a hand-kept page (its prose kept as fragments; the diff is shown).",
+    help="Take over a hand-kept page (its prose kept as fragments; the diff is shown), or make"
+    " the upstream tracker (docs/UPSTREAM.md) the watch list.",
 )
 def init(
     directory: Path,
@@ -203,6 +204,9 @@ def init(
     repository) the workflows are derived from the watch.toml found or written there.
     A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
     hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
+    --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
+    to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
+    the tracker itself is only read, and each cycle writes its audited copy.
 
     With --scan-composes FOLDER nothing is written: recipes proposed for every compose file
     under FOLDER (engine guessed from the image, notes on what could not be told) are printed,
@@ -211,6 +215,8 @@ def init(
     Example: watcher init --github ~/src/my-guide
 
     Example: watcher init --github --adopt docs/engines/SGLANG.md ~/src/my-guide
+
+    Example: watcher init --adopt docs/UPSTREAM.md ~/src/my-guide
 
     Example: watcher init --scan-composes models/ >> watch.toml
     """
@@ -279,9 +285,15 @@ def init(
 
 
 def _adopt(config: Path, page: Path) -> None:
-    from watcher.onboard.adopt import adopt_page
+    from watcher.onboard.adopt import adopt_page, writes_page
+    from watcher.onboard.adopt_tracker import adopt_tracker, describe, is_tracker
 
-    done = adopt_page(_config(str(config)), page)
+    cfg = _config(str(config))
+    if page.is_file() and not writes_page(cfg, page) and is_tracker(page):
+        for line in describe(adopt_tracker(cfg, page)):
+            click.echo(line, err=True)
+        return
+    done = adopt_page(cfg, page)
     if done.diff:
         click.echo(done.diff)
     for path in done.fragments:

@@ -296,6 +296,17 @@ class Site:
 
 
 @dataclass(frozen=True)
+class TrackerSettings:
+    """[tracker]: the guide's hand-kept upstream tracker and the audited copy watcher writes.
+
+    `source` is the maintainers' file (read every cycle, never written unless `output` is the
+    same path); `output` is the generated tracker: every row as written plus watcher's column."""
+
+    source: str
+    output: str
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     settings: Settings = field(default_factory=Settings)
@@ -308,6 +319,7 @@ class Config:
     notify: Notify = field(default_factory=Notify)
     site: Site = field(default_factory=Site)
     bisect: BisectSettings = field(default_factory=BisectSettings)
+    tracker: TrackerSettings | None = None
 
     @property
     def base_dir(self) -> Path:

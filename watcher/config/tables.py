@@ -24,6 +24,7 @@ from watcher.config.model import (
     Site,
     Smoke,
     Snooze,
+    TrackerSettings,
 )
 from watcher.config.reader import TableReader
 from watcher.config.signatures import Signature
@@ -305,3 +306,19 @@ def read_site(r: TableReader | None) -> Site:
             r.fail(key, f"must be an http(s) URL, got {value!r}")
     r.done()
     return s
+
+
+def read_tracker(r: TableReader | None) -> TrackerSettings | None:
+    """[tracker]: source (the maintainers' file) and output (the audited copy; default: beside it,
+    `<name>.audit.md`)."""
+    if r is None:
+        return None
+    source = r.get("source", str, required=True)
+    if not source.strip():
+        r.fail("source", "must name the tracker file, e.g. docs/UPSTREAM.md")
+    default = (
+        source[: -len(".md")] + ".audit.md" if source.endswith(".md") else source + ".audit.md"
+    )
+    t = TrackerSettings(source=source, output=r.get("output", str, default))
+    r.done()
+    return t
