@@ -439,6 +439,15 @@ def check_now(
             p["status"],
         )
         click.echo(f"{page_id}: {shown} — {verb} {p['path']}")
+    tracker = report.tracker or {}
+    if tracker.get("error"):
+        click.echo(f"error: tracker: {tracker['error']}", err=True)
+    elif tracker:
+        verb = "wrote" if tracker["written"] else "unchanged"
+        click.echo(
+            f"tracker: {tracker['rows']} rows, {tracker['disagree']} disagree with GitHub"
+            f" — {verb} {tracker['path']}"
+        )
     if report.site_error:
         click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     for run in report.smoke_runs:
@@ -451,6 +460,8 @@ def check_now(
     _first_read_not_found(cfg, report)
     if refused:
         raise WatcherError(f"{len(refused)} page(s) not written: not watcher's files (see above)")
+    if tracker.get("error"):
+        raise WatcherError(f"the audited tracker was not written: {tracker['error']}")
 
 
 def _first_read_not_found(cfg, report) -> None:

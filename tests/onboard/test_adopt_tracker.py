@@ -78,7 +78,8 @@ def test_the_audited_tracker_keeps_every_word_and_marks_each_disagreement(
     seed(fake_github)
     guide(tmp_path, fake_github, output)
     invoke(["init", "--adopt", "docs/UPSTREAM.md", "."], tmp_path, monkeypatch)
-    invoke(["check-now"], tmp_path, monkeypatch)
+    r = invoke(["check-now"], tmp_path, monkeypatch)
+    assert f"tracker: 20 rows, {len(DISAGREE)} disagree with GitHub — wrote" in r.stdout
     text = (tmp_path / output).read_text(encoding="utf-8")
 
     # every maintainer's line is there, as written: table rows end with watcher's cell
@@ -107,6 +108,23 @@ def test_the_audited_tracker_keeps_every_word_and_marks_each_disagreement(
         "— not trackable"
     )
     assert "not read: watcher has no discussion items" in rows[next(k for k in rows if "8123" in k)]
+    # every link of every tracked row says what the fake GitHub says of it
+    for first, cell in rows.items():
+        line = next(x for x in TRACKER.split("\n") if x.startswith(f"| {first} |"))
+        for m in re.finditer(r"https://github\.com/([\w.-]+/[\w.-]+)/(pull|issues)/(\d+)", line):
+            kind, fields = SEED[(m[1], int(m[3]))]
+            said = cell.split(f"[{m[1]}#{m[3]}]({m[0]}) ", 1)[1]
+            if fields.get("merged"):
+                want = f"merged {fields['merged_at'][:10]}"
+            elif fields.get("state") == "closed" and kind == "pull":
+                want = f"closed without merge {fields['closed_at']}"
+            elif fields.get("state_reason") == "not_planned":
+                want = f"closed as not planned {fields['closed_at']}"
+            elif fields.get("state") == "closed":
+                want = f"closed as completed {fields['closed_at']}"
+            else:
+                want = "open"
+            assert said.startswith(want), (first, said, want)
     # the summary counts them
     assert f"**{len(DISAGREE)} disagree**" in text and "20 rows, 18 with a GitHub link" in text
 
@@ -154,3 +172,27 @@ def test_a_file_that_is_neither_page_nor_tracker_is_refused(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(cli, ["init", "--adopt", "notes.md", "."])
     assert r.exit_code != 0 and "no [[page]]" in r.output
+
+
+def test_a_missing_tracker_or_a_foreign_output_is_named_and_nothing_else_fails(
+    tmp_path, monkeypatch, fake_github
+):
+    guide(tmp_path, fake_github, "docs/AUDIT.md")
+    (tmp_path / "docs" / "AUDIT.md").write_text("# Someone's own file\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    r = CliRunner().invoke(cli, ["check-now"])
+    assert r.exit_code == 1
+    assert "docs/AUDIT.md was not written by watcher" in r.output
+    assert (tmp_path / "docs" / "AUDIT.md").read_text(encoding="utf-8") == "# Someone's own file\n"
+    (tmp_path / "docs" / "UPSTREAM.md").unlink()
+    r = CliRunner().invoke(cli, ["check-now"])
+    assert r.exit_code == 1
+    assert "[tracker] source:" in r.output and "UPSTREAM.md: no such tracker file" in r.output
+    assert "status: " in r.output  # the rest of the cycle ran
+
+
+def test_tracker_without_source_is_a_config_error_naming_the_key(tmp_path, fake_github):
+    (tmp_path / "watch.toml").write_text('[tracker]\noutput = "x.md"\n', encoding="utf-8")
+    with pytest.raises(Exception, match=r"watch.toml.*tracker.*source.*required"):
+        load_config(tmp_path / "watch.toml")

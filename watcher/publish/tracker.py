@@ -18,7 +18,7 @@ from watcher.config.tracker import (
     GENERATED_LINE,
     Tracker,
 )
-from watcher.judge.audit import Audit, RowAudit, github_emoji
+from watcher.judge.audit import Audit, PinCheck, RowAudit, github_emoji
 from watcher.publish.page import environment, md_escape
 
 TEMPLATE = "tracker.md.j2"
@@ -93,9 +93,16 @@ def tracker_text(cfg: Config, ctx: dict[str, Any]) -> str:
 
 
 def publish_tracker(
-    cfg: Config, items: dict[str, dict[str, Any]], at: str, write: bool = True
+    cfg: Config,
+    items: dict[str, dict[str, Any]],
+    at: str,
+    write: bool = True,
+    pins: PinCheck | None = None,
 ) -> dict[str, Any]:
     """Read the maintainers' tracker, audit it, render it and (when `write`) write the output.
+
+    `pins` is where the pinned builds enter (watcher.judge.audit.PinCheck: is this merged link
+    in our pin?); until a cycle passes one, 🟢 and 🔵 both agree with "merged".
 
     A tracker that cannot be read fails nothing else of the cycle: the report says why. An
     output file that exists and is not watcher's (and is not the tracker itself) is left alone."""
@@ -110,8 +117,8 @@ def publish_tracker(
     try:
         tracker = parse_tracker(source)
     except WatcherError as e:
-        return {"path": str(output), "error": str(e)}
-    audit = audit_tracker(cfg, tracker, items)
+        return {"path": str(output), "error": f"{cfg.path}: [tracker] source: {e}"}
+    audit = audit_tracker(cfg, tracker, items, pins)
     text = tracker_text(cfg, tracker_context(cfg, tracker, audit, at))
     out: dict[str, Any] = {
         "path": str(output),
