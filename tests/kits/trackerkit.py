@@ -130,6 +130,8 @@ SEED = {
     ),
 }
 
+COMMIT = ("ggml-org/llama.cpp", "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678")
+
 # rows (by the start of their first cell) whose status GitHub contradicts
 DISAGREE = {
     "[#40361]": ("🟡", "❌"),  # closed without merge, nothing supersedes it on the fake
@@ -147,3 +149,4 @@ def seed(gh) -> None:
             gh.add_pull(repo, number, title=title, **fields)
         else:
             gh.add_issue(repo, number, title=title, **fields)
+    gh.add_commit(COMMIT[0], COMMIT[1], message="q4 tiles for sm86", date="2026-07-09T08:00:00Z")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from kits.trackerkit import DISAGREE, SEED, TRACKER, V, seed
+from kits.trackerkit import COMMIT, DISAGREE, SEED, TRACKER, V, seed
 
 from watcher.cli import cli
 from watcher.config.load import load_config
@@ -44,12 +44,14 @@ def test_adopt_makes_every_issue_and_pull_link_an_item_once(tmp_path, monkeypatc
     guide(tmp_path, fake_github)
     r = invoke(["init", "--adopt", "docs/UPSTREAM.md", "."], tmp_path, monkeypatch)
     items = watched(tmp_path)
-    assert set(items) == set(SEED)  # 45295 is linked twice, 40124 twice: one item each
+    assert set(items) == set(SEED) | {(COMMIT[0], None)}  # 45295, 40124 twice: one item each
     assert items[("vllm-project/vllm", 45295)] == "vllm-45295"
-    assert "read 20 rows" in r.stderr and "15 items added" in r.stderr
+    assert "read 20 rows" in r.stderr and "16 items added" in r.stderr
     assert "2 rows without a GitHub link" in r.stderr
-    assert "sgl-project/sglang#8123" in r.stderr and "ggml-org/llama.cpp@a1b2c3d4e5f6" in r.stderr
+    assert "1 discussion links kept" in r.stderr and "sgl-project/sglang#8123" in r.stderr
     cfg = load_config(tmp_path / "watch.toml")
+    commit = cfg.item("llama.cpp-a1b2c3d4")
+    assert (commit.kind, commit.sha) == ("commit", COMMIT[1])
     assert cfg.tracker.source == "docs/UPSTREAM.md"
     assert cfg.tracker.output == "docs/UPSTREAM.audit.md"
     assert (tmp_path / "docs" / "UPSTREAM.md").read_text(encoding="utf-8") == TRACKER  # only read
@@ -107,7 +109,12 @@ def test_the_audited_tracker_keeps_every_word_and_marks_each_disagreement(
     assert rows[next(k for k in rows if k.startswith("Long multi-turn"))].startswith(
         "— not trackable"
     )
-    assert "not read: watcher has no discussion items" in rows[next(k for k in rows if "8123" in k)]
+    assert "REST API has no discussions" in rows[next(k for k in rows if "8123" in k)]
+    landed = rows[next(k for k in rows if "a1b2c3d" in k)]
+    assert (
+        landed.startswith("🔵 · [ggml-org/llama.cpp@a1b2c3d4e5f6]")
+        and "committed 2026-07-09" in landed
+    )
     # every link of every tracked row says what the fake GitHub says of it
     for first, cell in rows.items():
         line = next(x for x in TRACKER.split("\n") if x.startswith(f"| {first} |"))
@@ -152,7 +159,7 @@ def test_readopt_after_the_maintainers_add_rows_adds_their_items_and_drops_none(
     path.write_text("\n".join(lines), encoding="utf-8")
     fake_github.add_issue("vllm-project/vllm", 46001, title="new")
     r = invoke(["init", "--adopt", "docs/UPSTREAM.md", "."], tmp_path, monkeypatch)
-    assert "1 items added" in r.stderr and "15 already watched" in r.stderr
+    assert "1 items added" in r.stderr and "16 already watched" in r.stderr
     after = watched(tmp_path)
     assert set(after) == set(before) | {("vllm-project/vllm", 46001)}
     assert all(after[k] == v for k, v in before.items())

@@ -14,7 +14,7 @@ from typing import Any
 
 from watcher.config.signatures import Signature
 
-ITEM_KINDS = ("issue", "pull", "commits", "releases", "code")
+ITEM_KINDS = ("issue", "pull", "commits", "releases", "code", "commit")
 MATCH_SCOPES = ("subject", "message")
 LATEST_RELEASE = "latest-release"
 RULES = ("any", "all")
@@ -65,7 +65,7 @@ class Snooze:
 @dataclass(frozen=True)
 class Item:
     """One upstream thing: an issue, a pull request, a filtered commit stream, a release stream,
-    or a code check (regexes over files of a repo at a ref)."""
+    a code check (regexes over files of a repo at a ref), or one commit (its first release)."""
 
     id: str
     repo: str
@@ -90,6 +90,7 @@ class Item:
     exclude: tuple[str, ...] = ()  # commits: regexes that drop a commit (subject, word-bounded)
     core: tuple[str, ...] = ()  # commits: of `paths`, those whose commits headline first
     supersede_from: tuple[str, ...] = ()  # pull: other repos whose merged PRs may supersede it
+    sha: str | None = None  # commit: the commit (7 to 40 hex digits, as the link gives it)
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -104,6 +105,8 @@ class Item:
             return f"https://github.com/{self.repo}/issues/{self.number}"
         if self.kind == "releases":
             return f"https://github.com/{self.repo}/releases"
+        if self.kind == "commit":
+            return f"https://github.com/{self.repo}/commit/{self.sha}"
         if self.kind == "code" and self.paths:
             at = self.ref if self.ref and self.ref != LATEST_RELEASE else "HEAD"
             return f"https://github.com/{self.repo}/blob/{at}/{self.paths[0]}"

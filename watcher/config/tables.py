@@ -71,7 +71,7 @@ def read_item(r: TableReader) -> Item:
     number = r.get("number", int)
     if kind in ("issue", "pull") and number is None:
         r.fail("number", f"is required for kind '{kind}'")
-    if kind in ("commits", "releases", "code") and number is not None:
+    if kind in ("commits", "releases", "code", "commit") and number is not None:
         r.fail("number", f"does not apply to kind '{kind}'")
     pattern = r.get("pattern", str)
     if pattern is not None:
@@ -92,6 +92,9 @@ def read_item(r: TableReader) -> Item:
     exclude = r.regex_list("exclude")
     core = r.str_list("core")
     supersede_from = r.str_list("supersede_from")
+    sha = r.get("sha", str)
+    if kind == "commit" and (sha is None or not re.match(r"^[0-9a-f]{7,40}$", sha)):
+        r.fail("sha", "is required for kind 'commit': 7 to 40 lower-case hex digits")
     for other in supersede_from:
         if not re.match(r"^[\w.-]+/[\w.-]+$", other):
             r.fail("supersede_from", f"entries must be 'owner/name', got {other!r}")
@@ -141,6 +144,7 @@ def read_item(r: TableReader) -> Item:
         exclude=exclude,
         core=core,
         supersede_from=supersede_from,
+        sha=sha,
     )
     r.done()
     return item
@@ -161,6 +165,7 @@ _KIND_KEYS = {
     "exclude": ("commits",),
     "core": ("commits",),
     "supersede_from": ("pull",),
+    "sha": ("commit",),
 }
 
 

@@ -77,12 +77,23 @@ class Audit:
 
 
 def item_for(cfg: Config, link: Link) -> str | None:
-    """The watch list's item for a link: an issue or pull item of that repository and number."""
+    """The watch list's item for a link: an issue or pull item of that repository and number,
+    or a commit item whose sha and the link's agree (one may be the other's prefix)."""
     for item in cfg.items:
-        if item.repo.lower() == link.repo.lower() and item.number == link.number:
-            if item.kind in ("issue", "pull") and link.kind in ("issue", "pull"):
+        if item.repo.lower() != link.repo.lower():
+            continue
+        if link.kind == "commit":
+            if item.kind == "commit" and item.sha and _same_sha(item.sha, link.ref):
+                return item.id
+        elif item.number == link.number and item.kind in ("issue", "pull"):
+            if link.kind in ("issue", "pull"):
                 return item.id
     return None
+
+
+def _same_sha(a: str, b: str) -> bool:
+    a, b = a.lower(), b.lower()
+    return a.startswith(b) or b.startswith(a)
 
 
 def link_side(kind: str, row: dict[str, Any] | None) -> tuple[str, str]:
@@ -91,6 +102,8 @@ def link_side(kind: str, row: dict[str, Any] | None) -> tuple[str, str]:
         return "unread", "not read yet"
     state, details = row["state"], row.get("details") or {}
     release = f", first in {row['in_release']}" if row.get("in_release") else ""
+    if state == "committed":
+        return "merged", f"committed {_day(row.get('updated_at'))}{release}"
     if state == "merged":
         return (
             "merged",
@@ -130,8 +143,8 @@ def audit_tracker(
             ls = LinkState(link, item_id, url=link.url)
             if item_id is None:
                 ls.words = (
-                    f"not read: watcher has no {link.kind} items"
-                    if link.kind in ("discussion", "commit")
+                    "not read: GitHub's REST API has no discussions (GraphQL only)"
+                    if link.kind == "discussion"
                     else "not on the watch list yet (watcher init --adopt)"
                 )
             else:

@@ -2,11 +2,11 @@
 
 A file is taken for a tracker by its shape (watcher.config.tracker.looks_like_tracker: a table
 with a Status or Trigger-to-revisit column whose rows link to GitHub) when no [[page]] writes
-it. Every issue and pull-request link in its rows becomes an `[[item]]` appended to watch.toml
-(one already watched is reused, never doubled), and `[tracker]` is added when missing. Nothing
-is removed: running it again after the maintainers added rows adds their items only. Rows
-without a link, and discussion and commit links, are kept in the tracker and shown as not
-tracked. The tracker file itself is only read.
+it. Every issue, pull-request and commit link in its rows becomes an `[[item]]` appended to
+watch.toml (one already watched is reused, never doubled), and `[tracker]` is added when
+missing. Nothing is removed: running it again after the maintainers added rows adds their items
+only. Rows without a link, and discussion links (GitHub's REST API has none), are kept in the
+tracker and shown as not tracked. The tracker file itself is only read.
 """
 
 from __future__ import annotations
@@ -33,14 +33,15 @@ class TrackerAdoption:
     added: list[str] = field(default_factory=list)  # new item ids
     watched: list[str] = field(default_factory=list)  # links already on the watch list
     untrackable: int = 0  # rows without a GitHub link
-    unread: list[str] = field(default_factory=list)  # discussion and commit links
+    unread: list[str] = field(default_factory=list)  # discussion links
     tracker_table: bool = False  # [tracker] was added
 
 
 def item_id(link: Link, taken: set[str]) -> str:
     """`<repo name>-<number>` (vllm-45295), the owner prefixed when that name is taken."""
     owner, _, name = link.repo.lower().partition("/")
-    for base in (f"{name}-{link.ref}", f"{owner}-{name}-{link.ref}"):
+    ref = link.ref[:8] if link.kind == "commit" else link.ref
+    for base in (f"{name}-{ref}", f"{owner}-{name}-{ref}"):
         ident = re.sub(r"[^a-z0-9._-]+", "-", base).strip("-")
         if ident not in taken:
             return ident
@@ -68,16 +69,16 @@ def adopt_tracker(cfg: Config, path: Path) -> TrackerAdoption:
     text = cfg.path.read_text(encoding="utf-8")
     blocks: list[str] = []
     taken = {i.id for i in cfg.items}
-    new: dict[tuple[str, int | None], str] = {}
+    new: dict[tuple[str, int | str | None], str] = {}
     for row in tracker.rows:
         if not row.links:
             out.untrackable += 1
         for link in row.links:
-            if link.kind in ("discussion", "commit"):
+            if link.kind == "discussion":
                 if link.key not in out.unread:
                     out.unread.append(link.key)
                 continue
-            key = (link.repo.lower(), link.number)
+            key = (link.repo.lower(), link.number if link.kind != "commit" else link.ref)
             known = item_for(cfg, link) or new.get(key)
             if known:
                 if known not in out.watched and known not in out.added:
@@ -92,8 +93,9 @@ def adopt_tracker(cfg: Config, path: Path) -> TrackerAdoption:
                 f"id = {toml_string(ident)}\n"
                 f"repo = {toml_string(link.repo)}\n"
                 f'kind = "{link.kind}"\n'
-                f"number = {link.number}\n"
-                f"label = {toml_string(label_for(row))}\n"
+                + (f"sha = {toml_string(link.ref)}\n" if link.kind == "commit" else "")
+                + (f"number = {link.number}\n" if link.kind != "commit" else "")
+                + f"label = {toml_string(label_for(row))}\n"
             )
     if cfg.tracker is None:
         source = os.path.relpath(path.resolve(), cfg.base_dir)
@@ -116,8 +118,8 @@ def describe(done: TrackerAdoption) -> list[str]:
     ]
     if done.unread:
         lines.append(
-            f"{len(done.unread)} discussion or commit links kept in their rows but not watched"
-            f" (watcher reads issues and pull requests): {', '.join(done.unread[:5])}"
+            f"{len(done.unread)} discussion links kept in their rows but not watched (GitHub's"
+            f" REST API has no discussions): {', '.join(done.unread[:5])}"
             + (" ..." if len(done.unread) > 5 else "")
         )
     if done.tracker_table:

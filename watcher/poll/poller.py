@@ -234,6 +234,7 @@ class Poller:
                 "commits": self._commits,
                 "releases": self._releases,
                 "code": self._code,
+                "commit": self._commit,
             }[item.kind]
             return reader(item)
         except GitHubError as e:
@@ -327,6 +328,21 @@ class Poller:
             obs.details["merge_commit_sha"] = merge_sha
             obs.in_release = self.first_release_containing(fix_repo, merge_sha)
         return obs
+
+    # -- one commit (a tracker row's commit link): where it is, and the first release holding it
+    def _commit(self, item: Item) -> Observation:
+        page = self.client.get(f"/repos/{item.repo}/commits/{item.sha}")
+        commit = page.data
+        sha = commit["sha"]
+        return Observation(
+            item_id=item.id,
+            state="committed",
+            title=storable(commit_message(commit).split("\n", 1)[0]),
+            url=commit.get("html_url") or item.html_url,
+            updated_at=((commit.get("commit") or {}).get("committer") or {}).get("date"),
+            in_release=self.first_release_containing(item.repo, sha),
+            details={"sha": sha},
+        )
 
     def first_release_containing(self, repo: str, sha: str) -> str | None:
         """The oldest published release whose tag contains `sha`, by the compare API.

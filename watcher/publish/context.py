@@ -36,6 +36,7 @@ KIND_WORDS = {
     "commits": "commit stream",
     "releases": "release stream",
     "code": "code check",
+    "commit": "commit",
 }
 PAGE_HEADLINES = {
     "blocked": "currently blocked, watch list",
