@@ -510,6 +510,14 @@ def _print_dry_run(report) -> None:
             click.echo(
                 f"{page_id}: {path} would be {'created' if old is None else 'updated'} ({p['status']})"
             )
+    t = report.tracker or {}
+    if t.get("error"):
+        click.echo(f"tracker: {t['error']}")
+    elif t:
+        path = Path(t["path"])
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        verb = "would not change" if old == t["text"] else "would be written"
+        click.echo(f"tracker: {path} {verb} ({t['rows']} rows, {t['disagree']} disagree)")
 
 
 @cli.command()

@@ -135,6 +135,10 @@ def test_the_audited_tracker_keeps_every_word_and_marks_each_disagreement(
     # the summary counts them
     assert f"**{len(DISAGREE)} disagree**" in text and "20 rows, 18 with a GitHub link" in text
 
+    r = invoke(["check-now", "--dry-run"], tmp_path, monkeypatch)
+    said = next(x for x in r.stdout.splitlines() if x.startswith("tracker: "))
+    assert said.startswith(f"tracker: {tmp_path / output} would ")  # not change, unless midnight
+    assert said.endswith(" (20 rows, 4 disagree)") and "dry run: nothing was written" in r.stdout
     # a second cycle from the generated file (output = source) or the source reads the same
     invoke(["check-now"], tmp_path, monkeypatch)
     again = (tmp_path / output).read_text(encoding="utf-8")
