@@ -52,6 +52,13 @@ def test_a_row_is_its_most_advanced_link_and_words_are_dated():
     assert ra.links[1].words == "merged 2026-07-02, first in v1"
 
 
+def test_a_pull_linked_as_an_issue_is_not_held_against_the_row():
+    row = {"state": "closed", "details": {"is_pull": True}, "updated_at": "2026-07-02T10:00:00Z"}
+    ra = audit("🟢 Landed", {"r-2": row}, links=(f"[#2]({U}/issues/2)",))
+    assert ra.side == "unread" and not ra.disagrees
+    assert "link /pull/N to learn whether it merged" in ra.links[0].words
+
+
 def test_the_pins_seam_tells_landed_from_awaiting():
     assert audit("🟢 Landed", {"r-1": MERGED}, pins=lambda link, row: True).disagrees is False
     ra = audit("🟢 Landed", {"r-1": MERGED}, pins=lambda link, row: False)

@@ -102,6 +102,12 @@ def link_side(kind: str, row: dict[str, Any] | None) -> tuple[str, str]:
         return "unread", "not read yet"
     state, details = row["state"], row.get("details") or {}
     release = f", first in {row['in_release']}" if row.get("in_release") else ""
+    if details.get("is_pull") and state not in ("open", "draft"):
+        # a pull request linked as /issues/N: the issues API cannot say whether it merged
+        return (
+            "unread",
+            f"closed {_day(row.get('updated_at'))}; a pull request linked as an issue (link /pull/N to learn whether it merged)",
+        )
     if state == "committed":
         return "merged", f"committed {_day(row.get('updated_at'))}{release}"
     if state == "merged":
