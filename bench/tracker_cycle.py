@@ -37,7 +37,8 @@ STATUSES = (
 
 
 def build(gh: FakeGitHub, rows: int, repos: int) -> str:
-    """A tracker of `rows` rows, a table per repository; every fourth row links two threads."""
+    """A tracker of `rows` rows, a table per repository; every fourth row links two threads, every
+    tenth a commit too."""
     lines = ["# Upstream tracker", ""]
     per = -(-rows // repos)
     n = 0
@@ -52,6 +53,11 @@ def build(gh: FakeGitHub, rows: int, repos: int) -> str:
             kind = ("pull", "issue")[i % 2]
             path = "pull" if kind == "pull" else "issues"
             link = f"[#{number}](https://github.com/{repo}/{path}/{number})"
+            if i % 10 == 5:  # a commit that landed the fix, linked in the same row
+                sha = gh.add_commit(repo, message=f"fix {number}", date="2026-07-01T00:00:00Z")[
+                    "sha"
+                ]
+                link += f" in [`{sha[:7]}`](https://github.com/{repo}/commit/{sha})"
             if i % 4 == 3:  # a second thread in the same row
                 link += f" and [#{number + 1}](https://github.com/{repo}/issues/{number + 1})"
                 gh.add_issue(repo, number + 1, title=f"t{number + 1}")
@@ -109,7 +115,8 @@ def main() -> None:
                 if args.paths:
                     kinds: dict[str, list[int]] = {}
                     for r in gh.requests:
-                        key = re.sub(r"/\d+", "/N", re.sub(r"^/repos/[^/]+/[^/]+", "", r.path))
+                        key = re.sub(r"^/repos/[^/]+/[^/]+", "", r.path)
+                        key = re.sub(r"/[0-9a-f]{40}", "/SHA", re.sub(r"/\d+(?=/|$)", "/N", key))
                         kinds.setdefault(key or "/", [0, 0])[r.status == 304] += 1
                     for key, (full, nm) in sorted(kinds.items()):
                         print(f"  {key}: {full} answered, {nm} not modified")
