@@ -48,7 +48,7 @@ def test_adopt_makes_every_issue_and_pull_link_an_item_once(tmp_path, monkeypatc
     assert items[("vllm-project/vllm", 45295)] == "vllm-45295"
     assert "read 20 rows" in r.stderr and "16 items added" in r.stderr
     assert "2 rows without a GitHub link" in r.stderr
-    assert "1 discussion links kept" in r.stderr and "sgl-project/sglang#8123" in r.stderr
+    assert "1 discussion link kept" in r.stderr and "sgl-project/sglang#8123" in r.stderr
     cfg = load_config(tmp_path / "watch.toml")
     commit = cfg.item("llama.cpp-a1b2c3d4")
     assert (commit.kind, commit.sha) == ("commit", COMMIT[1])
@@ -163,7 +163,7 @@ def test_readopt_after_the_maintainers_add_rows_adds_their_items_and_drops_none(
     path.write_text("\n".join(lines), encoding="utf-8")
     fake_github.add_issue("vllm-project/vllm", 46001, title="new")
     r = invoke(["init", "--adopt", "docs/UPSTREAM.md", "."], tmp_path, monkeypatch)
-    assert "1 items added" in r.stderr and "16 already watched" in r.stderr
+    assert "1 item added" in r.stderr and "16 already watched" in r.stderr
     after = watched(tmp_path)
     assert set(after) == set(before) | {("vllm-project/vllm", 46001)}
     assert all(after[k] == v for k, v in before.items())

@@ -112,13 +112,13 @@ def adopt_tracker(cfg: Config, path: Path) -> TrackerAdoption:
 def describe(done: TrackerAdoption) -> list[str]:
     """The lines `init --adopt` prints on stderr."""
     lines = [
-        f"read {done.rows} rows of {done.path}: {len(done.added)} items added to watch.toml,"
+        f"read {done.rows} rows of {done.path}: {_n(len(done.added), 'item')} added to watch.toml,"
         f" {len(done.watched)} already watched, {done.untrackable} rows without a GitHub link"
         " (kept, shown as not trackable)"
     ]
     if done.unread:
         lines.append(
-            f"{len(done.unread)} discussion links kept in their rows but not watched (GitHub's"
+            f"{_n(len(done.unread), 'discussion link')} kept in their rows but not watched (GitHub's"
             f" REST API has no discussions): {', '.join(done.unread[:5])}"
             + (" ..." if len(done.unread) > 5 else "")
         )
@@ -127,6 +127,10 @@ def describe(done: TrackerAdoption) -> list[str]:
     if not done.added and not done.tracker_table:
         lines.append("nothing new: every issue and pull link of the tracker is already watched")
     return lines
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def is_tracker(path: Path) -> bool:
