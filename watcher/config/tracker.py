@@ -241,7 +241,7 @@ def strip_watcher(text: str) -> list[str]:
         if width and len(cells) == width:
             last = cells[-1]
             cut = line.rfind("|", 0, last.start)
-            out[i] = line[: cut + 1]
+            out[i] = line[: cut + 1] + ("\r" if line.endswith("\r") else "")
     return out
 
 

@@ -61,8 +61,9 @@ def tracker_context(cfg: Config, tracker: Tracker, audit: Audit, at: str) -> dic
     for i, line in enumerate(lines[split:], start=split):
         extra = add.get(i)
         if extra is not None:
+            end = "\r" if line.endswith("\r") else ""  # a CRLF file stays CRLF
             line = line.rstrip()
-            line = line + extra if line.endswith("|") else f"{line} |{extra}"
+            line = (line + extra if line.endswith("|") else f"{line} |{extra}") + end
         body.append(line)
     disagreeing = [ra for ra in audit.rows if ra.disagrees]
     return {
