@@ -131,6 +131,7 @@ SEED = {
 }
 
 COMMIT = ("ggml-org/llama.cpp", "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678")
+DISCUSSION = ("sgl-project/sglang", 8123)
 
 # rows (by the start of their first cell) whose status GitHub contradicts
 DISAGREE = {
@@ -150,3 +151,4 @@ def seed(gh) -> None:
         else:
             gh.add_issue(repo, number, title=title, **fields)
     gh.add_commit(COMMIT[0], COMMIT[1], message="q4 tiles for sm86", date="2026-07-09T08:00:00Z")
+    gh.add_discussion(*DISCUSSION, title="layer capture for qwen3.6", answered=True)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from kits.trackerkit import COMMIT, DISAGREE, SEED, TRACKER, V, seed
+from kits.trackerkit import COMMIT, DISAGREE, DISCUSSION, SEED, TRACKER, V, seed
 
 from watcher.cli import cli
 from watcher.config.load import load_config
@@ -35,6 +35,10 @@ def invoke(args, tmp_path, monkeypatch):
     return r
 
 
+def cfg_kind(tmp_path, item_id: str) -> str:
+    return load_config(tmp_path / "watch.toml").item(item_id).kind
+
+
 def watched(tmp_path) -> dict[tuple[str, int], str]:
     cfg = load_config(tmp_path / "watch.toml")
     return {(i.repo, i.number): i.id for i in cfg.items}
@@ -44,11 +48,12 @@ def test_adopt_makes_every_issue_and_pull_link_an_item_once(tmp_path, monkeypatc
     guide(tmp_path, fake_github)
     r = invoke(["init", "--adopt", "docs/UPSTREAM.md", "."], tmp_path, monkeypatch)
     items = watched(tmp_path)
-    assert set(items) == set(SEED) | {(COMMIT[0], None)}  # 45295, 40124 twice: one item each
+    want = set(SEED) | {(COMMIT[0], None), DISCUSSION}
+    assert set(items) == want  # 45295 and 40124 are linked twice: one item each
     assert items[("vllm-project/vllm", 45295)] == "vllm-45295"
-    assert "read 20 rows" in r.stderr and "16 items added" in r.stderr
+    assert "read 20 rows" in r.stderr and "17 items added" in r.stderr
     assert "2 rows without a GitHub link" in r.stderr
-    assert "1 discussion link kept" in r.stderr and "sgl-project/sglang#8123" in r.stderr
+    assert cfg_kind(tmp_path, "sglang-8123") == "discussion"
     cfg = load_config(tmp_path / "watch.toml")
     commit = cfg.item("llama.cpp-a1b2c3d4")
     assert (commit.kind, commit.sha) == ("commit", COMMIT[1])
@@ -109,7 +114,8 @@ def test_the_audited_tracker_keeps_every_word_and_marks_each_disagreement(
     assert rows[next(k for k in rows if k.startswith("Long multi-turn"))].startswith(
         "— not trackable"
     )
-    assert "REST API has no discussions" in rows[next(k for k in rows if "8123" in k)]
+    asked = rows[next(k for k in rows if "8123" in k)]
+    assert asked.startswith("🟡 · [sgl-project/sglang#8123]") and "open, answered" in asked
     landed = rows[next(k for k in rows if "a1b2c3d" in k)]
     assert (
         landed.startswith("🔵 · [ggml-org/llama.cpp@a1b2c3d4e5f6]")
@@ -163,7 +169,7 @@ def test_readopt_after_the_maintainers_add_rows_adds_their_items_and_drops_none(
     path.write_text("\n".join(lines), encoding="utf-8")
     fake_github.add_issue("vllm-project/vllm", 46001, title="new")
     r = invoke(["init", "--adopt", "docs/UPSTREAM.md", "."], tmp_path, monkeypatch)
-    assert "1 item added" in r.stderr and "16 already watched" in r.stderr
+    assert "1 item added" in r.stderr and "17 already watched" in r.stderr
     after = watched(tmp_path)
     assert set(after) == set(before) | {("vllm-project/vllm", 46001)}
     assert all(after[k] == v for k, v in before.items())

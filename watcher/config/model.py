@@ -14,7 +14,7 @@ from typing import Any
 
 from watcher.config.signatures import Signature
 
-ITEM_KINDS = ("issue", "pull", "commits", "releases", "code", "commit")
+ITEM_KINDS = ("issue", "pull", "commits", "releases", "code", "commit", "discussion")
 MATCH_SCOPES = ("subject", "message")
 LATEST_RELEASE = "latest-release"
 RULES = ("any", "all")
@@ -65,7 +65,8 @@ class Snooze:
 @dataclass(frozen=True)
 class Item:
     """One upstream thing: an issue, a pull request, a filtered commit stream, a release stream,
-    a code check (regexes over files of a repo at a ref), or one commit (its first release)."""
+    a code check (regexes over files of a repo at a ref), one commit (its first release), or a
+    discussion (read through GraphQL)."""
 
     id: str
     repo: str
@@ -107,6 +108,8 @@ class Item:
             return f"https://github.com/{self.repo}/releases"
         if self.kind == "commit":
             return f"https://github.com/{self.repo}/commit/{self.sha}"
+        if self.kind == "discussion":
+            return f"https://github.com/{self.repo}/discussions/{self.number}"
         if self.kind == "code" and self.paths:
             at = self.ref if self.ref and self.ref != LATEST_RELEASE else "HEAD"
             return f"https://github.com/{self.repo}/blob/{at}/{self.paths[0]}"

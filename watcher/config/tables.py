@@ -69,7 +69,7 @@ def read_item(r: TableReader) -> Item:
         r.fail("repo", f"must be 'owner/name', got {repo!r}")
     kind = r.choice("kind", ITEM_KINDS, required=True)
     number = r.get("number", int)
-    if kind in ("issue", "pull") and number is None:
+    if kind in ("issue", "pull", "discussion") and number is None:
         r.fail("number", f"is required for kind '{kind}'")
     if kind in ("commits", "releases", "code", "commit") and number is not None:
         r.fail("number", f"does not apply to kind '{kind}'")

@@ -85,9 +85,11 @@ def item_for(cfg: Config, link: Link) -> str | None:
         if link.kind == "commit":
             if item.kind == "commit" and item.sha and _same_sha(item.sha, link.ref):
                 return item.id
-        elif item.number == link.number and item.kind in ("issue", "pull"):
-            if link.kind in ("issue", "pull"):
+        elif link.kind == "discussion":
+            if item.kind == "discussion" and item.number == link.number:
                 return item.id
+        elif item.number == link.number and item.kind in ("issue", "pull"):
+            return item.id
     return None
 
 
@@ -108,6 +110,13 @@ def link_side(kind: str, row: dict[str, Any] | None) -> tuple[str, str]:
             "unread",
             f"closed {_day(row.get('updated_at'))}; a pull request linked as an issue (link /pull/N to learn whether it merged)",
         )
+    if kind == "discussion":
+        when = _day(row.get("updated_at"))
+        return {
+            "open": ("open", "open"),
+            "answered": ("open", "open, answered"),
+            "resolved": ("resolved", f"closed as resolved {when}"),
+        }.get(state, ("closed", f"closed ({str(details.get('state_reason')).lower()}) {when}"))
     if state == "committed":
         return "merged", f"committed {_day(row.get('updated_at'))}{release}"
     if state == "merged":
@@ -148,11 +157,7 @@ def audit_tracker(
             stored = items.get(item_id) if item_id else None
             ls = LinkState(link, item_id, url=link.url)
             if item_id is None:
-                ls.words = (
-                    "not read: GitHub's REST API has no discussions (GraphQL only)"
-                    if link.kind == "discussion"
-                    else "not on the watch list yet (watcher init --adopt)"
-                )
+                ls.words = "not on the watch list yet (watcher init --adopt)"
             else:
                 ls.side, ls.words = link_side(link.kind, stored)
                 ls.stale = bool(stored and stored.get("stale"))

@@ -2,11 +2,11 @@
 
 A file is taken for a tracker by its shape (watcher.config.tracker.looks_like_tracker: a table
 with a Status or Trigger-to-revisit column whose rows link to GitHub) when no [[page]] writes
-it. Every issue, pull-request and commit link in its rows becomes an `[[item]]` appended to
-watch.toml (one already watched is reused, never doubled), and `[tracker]` is added when
-missing. Nothing is removed: running it again after the maintainers added rows adds their items
-only. Rows without a link, and discussion links (GitHub's REST API has none), are kept in the
-tracker and shown as not tracked. The tracker file itself is only read.
+it. Every issue, pull-request, discussion and commit link in its rows becomes an `[[item]]`
+appended to watch.toml (one already watched is reused, never doubled), and `[tracker]` is added
+when missing. Nothing is removed: running it again after the maintainers added rows adds their
+items only. Rows without a link are kept in the tracker and shown as not trackable. The tracker
+file itself is only read.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ class TrackerAdoption:
     added: list[str] = field(default_factory=list)  # new item ids
     watched: list[str] = field(default_factory=list)  # links already on the watch list
     untrackable: int = 0  # rows without a GitHub link
-    unread: list[str] = field(default_factory=list)  # discussion links
     tracker_table: bool = False  # [tracker] was added
 
 
@@ -74,10 +73,6 @@ def adopt_tracker(cfg: Config, path: Path) -> TrackerAdoption:
         if not row.links:
             out.untrackable += 1
         for link in row.links:
-            if link.kind == "discussion":
-                if link.key not in out.unread:
-                    out.unread.append(link.key)
-                continue
             key = (link.repo.lower(), link.number if link.kind != "commit" else link.ref)
             known = item_for(cfg, link) or new.get(key)
             if known:
@@ -116,12 +111,6 @@ def describe(done: TrackerAdoption) -> list[str]:
         f" {len(done.watched)} already watched, {done.untrackable} rows without a GitHub link"
         " (kept, shown as not trackable)"
     ]
-    if done.unread:
-        lines.append(
-            f"{_n(len(done.unread), 'discussion link')} kept in their rows but not watched (GitHub's"
-            f" REST API has no discussions): {', '.join(done.unread[:5])}"
-            + (" ..." if len(done.unread) > 5 else "")
-        )
     if done.tracker_table:
         lines.append("added [tracker] to watch.toml: each cycle writes the audited copy beside it")
     if not done.added and not done.tracker_table:

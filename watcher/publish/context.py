@@ -37,6 +37,7 @@ KIND_WORDS = {
     "releases": "release stream",
     "code": "code check",
     "commit": "commit",
+    "discussion": "discussion",
 }
 PAGE_HEADLINES = {
     "blocked": "currently blocked, watch list",
