@@ -38,7 +38,7 @@ STATUSES = (
 
 def build(gh: FakeGitHub, rows: int, repos: int) -> str:
     """A tracker of `rows` rows, a table per repository; every fourth row links two threads, every
-    tenth a commit too."""
+    tenth a commit too, every twentieth a discussion."""
     lines = ["# Upstream tracker", ""]
     per = -(-rows // repos)
     n = 0
@@ -58,6 +58,9 @@ def build(gh: FakeGitHub, rows: int, repos: int) -> str:
                     "sha"
                 ]
                 link += f" in [`{sha[:7]}`](https://github.com/{repo}/commit/{sha})"
+            if i % 20 == 10:  # a discussion asked upstream about the same thing
+                gh.add_discussion(repo, 9000 + i, title=f"d{i}", answered=i % 40 == 10)
+                link += f" ([discussion](https://github.com/{repo}/discussions/{9000 + i}))"
             if i % 4 == 3:  # a second thread in the same row
                 link += f" and [#{number + 1}](https://github.com/{repo}/issues/{number + 1})"
                 gh.add_issue(repo, number + 1, title=f"t{number + 1}")

@@ -71,3 +71,14 @@ def test_the_graphql_endpoint_beside_the_rest_base(base, graphql):
         if "/api/v3" in base:  # nothing else outside the REST prefix
             with pytest.raises(GitHubError, match="off the API's origin"):
                 client.url(graphql.replace("graphql", "other"))
+
+
+def test_a_graphql_query_is_paced_as_one_point_and_creates_nothing(gh):
+    from watcher.github.pacing import Budget
+
+    gh.add_discussion(REPO, 1, title="one")
+    budget = Budget()
+    it = Item(id="d", repo=REPO, kind="discussion", number=1)
+    with GitHubClient(gh.url, token="test-token", budget=budget, sleep=lambda s: None) as client:
+        assert Poller(client).poll(it).state == "open"
+    assert budget.used() == 1  # a write costs 5

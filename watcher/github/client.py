@@ -356,6 +356,7 @@ class GitHubClient:
         max_bytes: int | None = None,
         follow: bool = True,
         content: bool | None = None,
+        pace_as: str | None = None,
     ) -> Answer:
         """One request with a total deadline and a size cap; GET redirects followed on-origin.
 
@@ -369,7 +370,7 @@ class GitHubClient:
         if write:
             self._wait_if_blocked(public_url(url))
         for _ in range(MAX_REDIRECTS + 1):
-            waited = self.budget.take(method, content=content)
+            waited = self.budget.take(pace_as or method, content=content)
             if waited:
                 with self.stats.lock:
                     self.stats.paced_s += waited
@@ -447,7 +448,8 @@ class GitHubClient:
             "POST",
             self.graphql_url(),
             json_body={"query": query, "variables": variables},
-            content=False,
+            content=False,  # GitHub's secondary limits: a query without mutations costs 1
+            pace_as="GET",  # point, as a GET does, and creates no content
         )
         url = public_url(self.graphql_url())
         with self.stats.lock:
