@@ -192,7 +192,8 @@ def cli(ctx: click.Context, verbose: int) -> None:
     "adopt",
     metavar="PAGE",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Take over a hand-kept page (its prose kept as fragments; the diff is shown).",
+    help="Take over a hand-kept page (its prose kept as fragments; the diff is shown), or make"
+    " the upstream tracker (docs/UPSTREAM.md) the watch list.",
 )
 def init(
     directory: Path,
@@ -210,6 +211,9 @@ def init(
     repository) the workflows are derived from the watch.toml found or written there.
     A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
     hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
+    --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
+    to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
+    the tracker itself is only read, and each cycle writes its audited copy.
 
     With --scan-composes FOLDER nothing is written: recipes proposed for every live compose file
     under FOLDER (read as Compose interpolates it; engine from the guide's engine folder or the
@@ -220,6 +224,8 @@ def init(
     Example: watcher init --github ~/src/my-guide
 
     Example: watcher init --github --adopt docs/engines/SGLANG.md ~/src/my-guide
+
+    Example: watcher init --adopt docs/UPSTREAM.md ~/src/my-guide
 
     Example: watcher init --scan-composes models/ >> watch.toml
     """
@@ -291,9 +297,15 @@ def init(
 
 
 def _adopt(config: Path, page: Path) -> None:
-    from watcher.onboard.adopt import adopt_page
+    from watcher.onboard.adopt import adopt_page, writes_page
+    from watcher.onboard.adopt_tracker import adopt_tracker, describe, is_tracker
 
-    done = adopt_page(_config(str(config)), page)
+    cfg = _config(str(config))
+    if page.is_file() and not writes_page(cfg, page) and is_tracker(page):
+        for line in describe(adopt_tracker(cfg, page)):
+            click.echo(line, err=True)
+        return
+    done = adopt_page(cfg, page)
     if done.diff:
         click.echo(done.diff)
     for path in done.fragments:
@@ -439,6 +451,15 @@ def check_now(
             p["status"],
         )
         click.echo(f"{page_id}: {shown} — {verb} {p['path']}")
+    tracker = report.tracker or {}
+    if tracker.get("error"):
+        click.echo(f"error: tracker: {tracker['error']}", err=True)
+    elif tracker:
+        verb = "wrote" if tracker["written"] else "unchanged"
+        click.echo(
+            f"tracker: {tracker['rows']} rows, {tracker['disagree']} disagree with GitHub"
+            f" — {verb} {tracker['path']}"
+        )
     if report.site_error:
         click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     for run in report.smoke_runs:
@@ -451,6 +472,8 @@ def check_now(
     _first_read_not_found(cfg, report)
     if refused:
         raise WatcherError(f"{len(refused)} page(s) not written: not watcher's files (see above)")
+    if tracker.get("error"):
+        raise WatcherError(f"the audited tracker was not written: {tracker['error']}")
 
 
 def _first_read_not_found(cfg, report) -> None:
@@ -499,6 +522,14 @@ def _print_dry_run(report) -> None:
             click.echo(
                 f"{page_id}: {path} would be {'created' if old is None else 'updated'} ({p['status']})"
             )
+    t = report.tracker or {}
+    if t.get("error"):
+        click.echo(f"tracker: {t['error']}")
+    elif t:
+        path = Path(t["path"])
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        verb = "would not change" if old == t["text"] else "would be written"
+        click.echo(f"tracker: {path} {verb} ({t['rows']} rows, {t['disagree']} disagree)")
 
 
 @cli.command()

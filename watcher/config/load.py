@@ -26,6 +26,7 @@ from watcher.config.tables import (
     read_signature,
     read_site,
     read_smoke,
+    read_tracker,
 )
 from watcher.core.errors import ConfigError
 
@@ -58,6 +59,7 @@ TOP_LEVEL = (
     "notify",
     "site",
     "bisect",
+    "tracker",
 )
 
 
@@ -90,6 +92,7 @@ def parse_config(text: str, path: Path) -> Config:
         notify=read_notify(table("notify")),
         site=read_site(table("site")),
         bisect=read_bisect(table("bisect")),
+        tracker=read_tracker(table("tracker")),
     )
     _check_references(cfg, path)
     _check_files(cfg, path)

@@ -14,7 +14,7 @@ from typing import Any
 
 from watcher.config.signatures import Signature
 
-ITEM_KINDS = ("issue", "pull", "commits", "releases", "code")
+ITEM_KINDS = ("issue", "pull", "commits", "releases", "code", "commit", "discussion")
 MATCH_SCOPES = ("subject", "message")
 LATEST_RELEASE = "latest-release"
 RULES = ("any", "all")
@@ -74,7 +74,8 @@ class Snooze:
 @dataclass(frozen=True)
 class Item:
     """One upstream thing: an issue, a pull request, a filtered commit stream, a release stream,
-    or a code check (regexes over files of a repo at a ref)."""
+    a code check (regexes over files of a repo at a ref), one commit (its first release), or a
+    discussion (read through GraphQL)."""
 
     id: str
     repo: str
@@ -99,6 +100,7 @@ class Item:
     exclude: tuple[str, ...] = ()  # commits: regexes that drop a commit (subject, word-bounded)
     core: tuple[str, ...] = ()  # commits: of `paths`, those whose commits headline first
     supersede_from: tuple[str, ...] = ()  # pull: other repos whose merged PRs may supersede it
+    sha: str | None = None  # commit: the commit (7 to 40 hex digits, as the link gives it)
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -113,6 +115,10 @@ class Item:
             return f"https://github.com/{self.repo}/issues/{self.number}"
         if self.kind == "releases":
             return f"https://github.com/{self.repo}/releases"
+        if self.kind == "commit":
+            return f"https://github.com/{self.repo}/commit/{self.sha}"
+        if self.kind == "discussion":
+            return f"https://github.com/{self.repo}/discussions/{self.number}"
         if self.kind == "code" and self.paths:
             at = self.ref if self.ref and self.ref != LATEST_RELEASE else "HEAD"
             return f"https://github.com/{self.repo}/blob/{at}/{self.paths[0]}"
@@ -307,6 +313,17 @@ class Site:
 
 
 @dataclass(frozen=True)
+class TrackerSettings:
+    """[tracker]: the guide's hand-kept upstream tracker and the audited copy watcher writes.
+
+    `source` is the maintainers' file (read every cycle, never written unless `output` is the
+    same path); `output` is the generated tracker: every row as written plus watcher's column."""
+
+    source: str
+    output: str
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     settings: Settings = field(default_factory=Settings)
@@ -319,6 +336,7 @@ class Config:
     notify: Notify = field(default_factory=Notify)
     site: Site = field(default_factory=Site)
     bisect: BisectSettings = field(default_factory=BisectSettings)
+    tracker: TrackerSettings | None = None
 
     @property
     def base_dir(self) -> Path:

@@ -24,6 +24,7 @@ from watcher.config.model import (
     Site,
     Smoke,
     Snooze,
+    TrackerSettings,
 )
 from watcher.config.reader import TableReader
 from watcher.config.signatures import Signature
@@ -68,9 +69,9 @@ def read_item(r: TableReader) -> Item:
         r.fail("repo", f"must be 'owner/name', got {repo!r}")
     kind = r.choice("kind", ITEM_KINDS, required=True)
     number = r.get("number", int)
-    if kind in ("issue", "pull") and number is None:
+    if kind in ("issue", "pull", "discussion") and number is None:
         r.fail("number", f"is required for kind '{kind}'")
-    if kind in ("commits", "releases", "code") and number is not None:
+    if kind in ("commits", "releases", "code", "commit") and number is not None:
         r.fail("number", f"does not apply to kind '{kind}'")
     pattern = r.get("pattern", str)
     if pattern is not None:
@@ -91,6 +92,9 @@ def read_item(r: TableReader) -> Item:
     exclude = r.regex_list("exclude")
     core = r.str_list("core")
     supersede_from = r.str_list("supersede_from")
+    sha = r.get("sha", str)
+    if kind == "commit" and (sha is None or not re.match(r"^[0-9a-f]{7,40}$", sha)):
+        r.fail("sha", "is required for kind 'commit': 7 to 40 lower-case hex digits")
     for other in supersede_from:
         if not re.match(r"^[\w.-]+/[\w.-]+$", other):
             r.fail("supersede_from", f"entries must be 'owner/name', got {other!r}")
@@ -140,6 +144,7 @@ def read_item(r: TableReader) -> Item:
         exclude=exclude,
         core=core,
         supersede_from=supersede_from,
+        sha=sha,
     )
     r.done()
     return item
@@ -160,6 +165,7 @@ _KIND_KEYS = {
     "exclude": ("commits",),
     "core": ("commits",),
     "supersede_from": ("pull",),
+    "sha": ("commit",),
 }
 
 
@@ -308,3 +314,19 @@ def read_site(r: TableReader | None) -> Site:
             r.fail(key, f"must be an http(s) URL, got {value!r}")
     r.done()
     return s
+
+
+def read_tracker(r: TableReader | None) -> TrackerSettings | None:
+    """[tracker]: source (the maintainers' file) and output (the audited copy; default: beside it,
+    `<name>.audit.md`)."""
+    if r is None:
+        return None
+    source = r.get("source", str, required=True)
+    if not source.strip():
+        r.fail("source", "must name the tracker file, e.g. docs/UPSTREAM.md")
+    default = (
+        source[: -len(".md")] + ".audit.md" if source.endswith(".md") else source + ".audit.md"
+    )
+    t = TrackerSettings(source=source, output=r.get("output", str, default))
+    r.done()
+    return t

@@ -316,10 +316,11 @@ class GitHubClient:
         self.close()
 
     def url(self, path: str) -> str:
-        """A full URL for an API path; an absolute URL must be on the API's own origin."""
+        """A full URL for an API path; an absolute URL must be on the API's own origin (or be
+        the GraphQL endpoint beside it, outside the REST prefix on GitHub Enterprise)."""
         if not path.startswith(("http://", "https://")):
             return f"{self.base_url}{path}"
-        if not same_origin(path, self.base_url):
+        if path != self.graphql_url() and not same_origin(path, self.base_url):
             raise GitHubError(
                 f"refused to follow a link off the API's origin ({self.shown_base_url})",
                 url=public_url(path),
@@ -354,6 +355,8 @@ class GitHubClient:
         json_body: Any = None,
         max_bytes: int | None = None,
         follow: bool = True,
+        content: bool | None = None,
+        pace_as: str | None = None,
     ) -> Answer:
         """One request with a total deadline and a size cap; GET redirects followed on-origin.
 
@@ -367,7 +370,7 @@ class GitHubClient:
         if write:
             self._wait_if_blocked(public_url(url))
         for _ in range(MAX_REDIRECTS + 1):
-            waited = self.budget.take(method)
+            waited = self.budget.take(pace_as or method, content=content)
             if waited:
                 with self.stats.lock:
                     self.stats.paced_s += waited
@@ -430,6 +433,46 @@ class GitHubClient:
             raise Unanswered(f"connection failed: {type(e).__name__}", url=shown) from None
         finally:
             self._deadline.at = previous
+
+    def graphql_url(self) -> str:
+        """GitHub's GraphQL endpoint beside this REST base: /graphql on api.github.com (and a
+        fake), /api/graphql on GitHub Enterprise (whose REST base is /api/v3)."""
+        base = self.base_url.rstrip("/")
+        return base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else base + "/graphql"
+
+    def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """One GraphQL read (a query, never a mutation): its `data`. GitHub answers what does not
+        exist with 200 and NOT_FOUND errors: raised as a 404, like REST's, so it is never a state.
+        No conditional requests exist in GraphQL: each read costs a point of its own limit."""
+        answer = self.send(
+            "POST",
+            self.graphql_url(),
+            json_body={"query": query, "variables": variables},
+            content=False,  # GitHub's secondary limits: a query without mutations costs 1
+            pace_as="GET",  # point, as a GET does, and creates no content
+        )
+        url = public_url(self.graphql_url())
+        with self.stats.lock:
+            self.stats.requests += 1
+        if answer.status != 200:
+            raise GitHubError(f"HTTP {answer.status} from GraphQL", status=answer.status, url=url)
+        body = self._checked(url, answer.content)
+        if not isinstance(body, dict):
+            raise GitHubError("GraphQL answered something other than an object", url=url)
+        errors = body.get("errors") or []
+        if errors:
+            first = errors[0] if isinstance(errors[0], dict) else {}
+            missing = first.get("type") == "NOT_FOUND"
+            message = str(first.get("message") or "error")[:200]
+            raise GitHubError(
+                f"HTTP {404 if missing else 502} GraphQL: {message}",
+                status=404 if missing else 502,
+                url=url,
+            )
+        data = body.get("data")
+        if not isinstance(data, dict):
+            raise GitHubError("GraphQL answered without data", url=url)
+        return data
 
     def download(self, path: str, max_bytes: int) -> Answer:
         """An artifact: asked on the API's origin with the token; GitHub answers with a redirect

@@ -5,7 +5,9 @@ pull `open`/`draft`/`merged`/`closed` (closed without merge); issue `open`/`comp
 `not_planned`/`closed`/`closed-by-author` (completed by its own author with nothing merged
 linked: not fixed); commit stream `matched`/`no-match`; release stream the latest tag or `none`;
 code check `present`/`absent`/`unreadable` (no file could be read: neither fixed nor not fixed;
-`file-missing` is its older name). Closed is not fixed: a closed pull counts only when a
+`file-missing` is its older name); one commit `committed` (it exists upstream; `in_release` says
+where it first shipped); discussion `open`/`answered`/`resolved`/`closed` (outdated or
+duplicate), counted only when `resolved`. Closed is not fixed: a closed pull counts only when a
 superseding pull was merged; a code check counts only when the fix is `present` in the code.
 
 An item event is worth recording only when what an item says changed: its state word or its
@@ -72,4 +74,10 @@ def item_satisfied(item: Item, row: dict[str, Any] | None) -> bool:
         return state == "matched"
     if item.kind == "code":
         return state == "present"
+    if item.kind == "discussion":
+        return state == "resolved"
+    if item.kind == "commit":
+        return state == "committed" and (
+            row.get("in_release") is not None or not item.require_release
+        )
     return state != "none"

@@ -33,6 +33,7 @@ from watcher.publish.context import last_checked_at, page_sources
 from watcher.publish.page import digest, foreign_page, page_text
 from watcher.publish.site import build_site
 from watcher.publish.status import status_document
+from watcher.publish.tracker import publish_tracker
 from watcher.store.db import Store
 
 if TYPE_CHECKING:  # httpx loads only when a cycle polls (not for `--offline` or `status`)
@@ -90,6 +91,7 @@ class CycleReport:
     notify: dict[str, Any] | None = None  # what the comment step did (None: it did not run)
     smoke_runs: list[dict[str, Any]] = field(default_factory=list)
     token_rejected: str | None = None  # every read refused with 401/403: what to do about it
+    tracker: dict[str, Any] | None = None  # the audited tracker ([tracker]); None: none configured
 
     def summary(self) -> str:
         s = self.stats
@@ -616,6 +618,10 @@ def _publish(run: _Run, write: bool) -> None:
         report.pages = render_pages(
             cfg, store, run.ev, run.at, report.offline_note, write=write, attempt=attempt
         )
+        if cfg.tracker is not None:
+            report.tracker = publish_tracker(cfg, store.items(), run.at, write=write)
+            if report.tracker.get("error"):
+                log.warning("tracker: %s", report.tracker["error"])
         report.status = status_document(
             cfg,
             store.items(),

@@ -76,6 +76,12 @@ def slug(heading: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", heading.lower())[:40].strip("-") or "section"
 
 
+def writes_page(cfg: Config, path: Path) -> bool:
+    """Does a [[page]] of the config write this file?"""
+    want = path.resolve()
+    return any(cfg.resolve(p.output).resolve() == want for p in cfg.pages)
+
+
 def page_for(cfg: Config, path: Path) -> Page:
     want = path.resolve()
     for page in cfg.pages:

@@ -84,6 +84,22 @@ class Observation:
         return hashlib.sha256(json.dumps(significant, sort_keys=True).encode()).hexdigest()[:16]
 
 
+DISCUSSION_QUERY = """query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    discussion(number: $number) {
+      number title url closed closedAt stateReason isAnswered createdAt updatedAt
+    }
+  }
+}"""
+
+
+def discussion_state(d: dict[str, Any]) -> str:
+    """open, answered (open, an answer chosen), resolved (closed as resolved), closed."""
+    if not d.get("closed"):
+        return "answered" if d.get("isAnswered") else "open"
+    return "resolved" if d.get("stateReason") in (None, "RESOLVED") else "closed"
+
+
 def pull_state(pull: dict[str, Any]) -> str:
     if pull.get("merged") or pull.get("merged_at"):
         return "merged"
@@ -234,6 +250,8 @@ class Poller:
                 "commits": self._commits,
                 "releases": self._releases,
                 "code": self._code,
+                "commit": self._commit,
+                "discussion": self._discussion,
             }[item.kind]
             return reader(item)
         except GitHubError as e:
@@ -327,6 +345,37 @@ class Poller:
             obs.details["merge_commit_sha"] = merge_sha
             obs.in_release = self.first_release_containing(fix_repo, merge_sha)
         return obs
+
+    # -- a discussion (GraphQL only: GitHub's REST API has none)
+    def _discussion(self, item: Item) -> Observation:
+        owner, name = item.owner_name
+        data = self.client.graphql(
+            DISCUSSION_QUERY, {"owner": owner, "name": name, "number": item.number}
+        )
+        d = data["repository"]["discussion"]
+        return Observation(
+            item_id=item.id,
+            state=discussion_state(d),
+            title=storable(str(d["title"])),
+            url=d.get("url") or item.html_url,
+            updated_at=d.get("closedAt") or d.get("updatedAt"),
+            details={"state_reason": d.get("stateReason"), "answered": bool(d.get("isAnswered"))},
+        )
+
+    # -- one commit (a tracker row's commit link): where it is, and the first release holding it
+    def _commit(self, item: Item) -> Observation:
+        page = self.client.get(f"/repos/{item.repo}/commits/{item.sha}")
+        commit = page.data
+        sha = commit["sha"]
+        return Observation(
+            item_id=item.id,
+            state="committed",
+            title=storable(commit_message(commit).split("\n", 1)[0]),
+            url=commit.get("html_url") or item.html_url,
+            updated_at=((commit.get("commit") or {}).get("committer") or {}).get("date"),
+            in_release=self.first_release_containing(item.repo, sha),
+            details={"sha": sha},
+        )
 
     def first_release_containing(self, repo: str, sha: str) -> str | None:
         """The oldest published release whose tag contains `sha`, by the compare API.

@@ -37,6 +37,8 @@ KIND_WORDS = {
     "commits": "commit stream",
     "releases": "release stream",
     "code": "code check",
+    "commit": "commit",
+    "discussion": "discussion",
 }
 PAGE_HEADLINES = {
     "blocked": "currently blocked, watch list",

@@ -48,6 +48,7 @@ class Repo:
         self.owner, self.name = split_repo(full_name)
         self.id = num("repo", full_name.lower())
         self.issues: dict[int, dict] = {}
+        self.discussions: dict[int, dict] = {}  # served by GraphQL only, as on GitHub
         self.timelines: dict[int, list[dict]] = {}
         self.git = History()
         self.releases: list[dict] = []
@@ -161,6 +162,36 @@ class GitHubState:
             r.timelines.setdefault(number, [])
             events.issue_event(self, rec, "opened", rec["created_at"])
             return shapes.pull_json(self, rec) if is_pull else shapes.issue_json(self, rec)
+
+    def add_discussion(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str,
+        closed: bool = False,
+        state_reason: str | None = None,
+        answered: bool = False,
+        created_at: str = "2026-01-05T09:00:00Z",
+        closed_at: str | None = None,
+        updated_at: str | None = None,
+    ) -> None:
+        """Seed a discussion (GitHub serves discussions through GraphQL only: POST /graphql).
+        `state_reason`: RESOLVED, OUTDATED or DUPLICATE when closed (default RESOLVED)."""
+        with self._lock:
+            r = self._repo(repo)
+            stamps = [iso(s) for s in (created_at, closed_at, updated_at) if s]
+            r.discussions[number] = {
+                "number": number,
+                "title": title,
+                "url": f"{util.WEB}/{r.full_name}/discussions/{number}",
+                "closed": closed,
+                "closedAt": iso(closed_at) if closed else None,
+                "stateReason": (state_reason or "RESOLVED") if closed else None,
+                "isAnswered": answered,
+                "createdAt": iso(created_at),
+                "updatedAt": iso(updated_at) if updated_at else max(stamps),
+            }
 
     def update(self, repo: str, number: int, **fields: object) -> None:
         """Change fields of an issue or pull; updated_at moves forward, so the ETag changes.

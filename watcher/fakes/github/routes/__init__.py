@@ -14,6 +14,7 @@ from watcher.fakes.github.routes import (
     commits,
     contents,
     events,
+    graphql,
     issues,
     releases,
     timeline,
@@ -55,6 +56,7 @@ _TABLE = [
         actions.download_artifact,
     ),
     ("GET", r"^/rate_limit", users.rate_limit_route),
+    ("POST", r"^/graphql", graphql.query),
     ("GET", r"^/user", users.get_user),
 ]
 ROUTES = [(verb, re.compile(pattern + "$"), handler) for verb, pattern, handler in _TABLE]
