@@ -90,6 +90,8 @@ def read_item(r: TableReader) -> Item:
     branch = r.get("branch", str)
     exclude = r.regex_list("exclude")
     core = r.str_list("core")
+    prefer = r.regex_list("prefer")
+    demote = r.regex_list("demote")
     supersede_from = r.str_list("supersede_from")
     for other in supersede_from:
         if not re.match(r"^[\w.-]+/[\w.-]+$", other):
@@ -139,6 +141,8 @@ def read_item(r: TableReader) -> Item:
         absent=absent,
         exclude=exclude,
         core=core,
+        prefer=prefer,
+        demote=demote,
         supersede_from=supersede_from,
     )
     r.done()
@@ -159,6 +163,8 @@ _KIND_KEYS = {
     "absent": ("code",),
     "exclude": ("commits",),
     "core": ("commits",),
+    "prefer": ("commits",),
+    "demote": ("commits",),
     "supersede_from": ("pull",),
 }
 

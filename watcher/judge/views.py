@@ -117,7 +117,8 @@ def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
     if item.kind == "commits":
         if state != "matched":
             return f"no matching commits in {name}"
-        newest = ((row.get("details") or {}).get("commits") or [{}])[0]
+        details = row.get("details") or {}
+        newest = details.get("newest") or (details.get("commits") or [{}])[0]
         when = f", newest on {newest['date'][:10]}" if newest.get("date") else ""
         return f"matching commits in {name}{when}"
     if item.kind == "code":

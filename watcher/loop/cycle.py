@@ -118,17 +118,35 @@ def token_rejected(errors: list[str]) -> str | None:
     return f"GitHub rejected the token (HTTP {code}) on every read: {fix}; then run `watcher check-now`"
 
 
+def new_commits_clause(old: dict | None, obs: Observation) -> str:
+    """The commits that caused a commit stream's event, newest first (not its headline, which
+    ranks by relevance and may be months old): ", new: <sha> “subject”" (and how many more)."""
+    before = {c.get("sha") for c in ((old or {}).get("details") or {}).get("commits") or []}
+    newest = obs.details.get("newest") or obs.details["commits"][0]
+    before_newest = (((old or {}).get("details") or {}).get("newest") or {}).get("sha")
+    new = [c for c in obs.details["commits"] if c.get("sha") not in before]
+    if newest.get("sha") != before_newest and all(c.get("sha") != newest.get("sha") for c in new):
+        new.insert(0, newest)
+    new.sort(key=lambda c: c.get("date") or "", reverse=True)
+    if not new:  # a match left the list: name the newest that is still there
+        return f", newest: {newest['sha'][:10]}"
+    first = new[0]
+    more = f" and {len(new) - 1} more" if len(new) > 1 else ""
+    return f", new: {first['sha'][:10]} “{first.get('subject') or ''}”{more}"
+
+
 def item_event_message(cfg: Config, item_id: str, old: dict | None, obs: Observation) -> str:
     item = cfg.item(item_id)
     ref = f"{item.repo}#{item.number}" if item.number else f"{item.repo} ({item.kind})"
-    what = f"{ref} “{obs.title}”" if obs.title else ref
+    # a stream's title is its headline, which ranks by relevance: the event names its new commits
+    what = f"{ref} “{obs.title}”" if obs.title and item.kind != "commits" else ref
     extra = ""
     if obs.superseded_by:
         extra += f", superseded by #{obs.superseded_by} ({obs.superseded_state})"
     if obs.in_release:
         extra += f", first in {obs.in_release}"
     if item.kind == "commits" and obs.details.get("commits"):
-        extra += f", newest: {obs.details['commits'][0]['sha'][:10]}"
+        extra += new_commits_clause(old, obs)
     if old is None or not old.get("state"):
         return f"now tracking {what}: {obs.state}{extra}"
     if old.get("state") != obs.state:
