@@ -1,0 +1,28 @@
+"""A new user's papercuts (issue 33): what the README and the shipped files say must hold."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from watcher.config.load import load_config
+from watcher.config.model import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_says_the_interval_serve_uses():
+    readme = (ROOT / "README.md").read_text()
+    shipped = load_config(ROOT / "watch.toml").settings.interval
+    assert "every minute" not in readme
+    assert f"{shipped / 60:g} minutes in the shipped `watch.toml`" in readme
+    assert Settings().interval == 60 and "1 minute where the key is left out" in readme
+
+
+def test_the_shipped_list_points_at_the_page_that_documents_its_keys():
+    header = (ROOT / "watch.toml").read_text().split("\n[", 1)[0]
+    named = re.findall(r"documented in (\S+?)\.?$", header, re.M)
+    assert named == ["docs/configuration.md"]
+    manual = (ROOT / named[0]).read_text()
+    for key in ("interval", "stale_after", "prefer", "demote", "exclude"):
+        assert f"`{key}`" in manual, key
