@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from watcher.config.load import load_config
 from watcher.config.model import Settings
 
@@ -26,3 +28,18 @@ def test_the_shipped_list_points_at_the_page_that_documents_its_keys():
     manual = (ROOT / named[0]).read_text()
     for key in ("interval", "stale_after", "prefer", "demote", "exclude"):
         assert f"`{key}`" in manual, key
+
+
+def test_backtest_replay_outside_watchers_source_says_where_the_history_ships(tmp_path):
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)  # a guide's folder: no tests/history there
+        r = CliRunner().invoke(
+            cli, ["backtest", "--replay", "tests/history", "--config", str(ROOT / "watch.toml")]
+        )
+    assert r.exit_code != 0
+    assert "no such folder of recorded history" in r.output
+    assert "ships only in watcher's source repository" in r.output
