@@ -392,9 +392,17 @@ def check_now(
     if report.offline_note:
         click.echo(f"warning: {report.offline_note}", err=True)
     if report.item_errors and report.offline_note and report.mode != "offline":
+        from datetime import UTC, datetime
+
+        from watcher.core.token import github_token
+        from watcher.loop.cycle import rate_limited
+
+        limited = rate_limited(
+            list(report.item_errors.values()), bool(github_token()), datetime.now(UTC)
+        )
         click.echo(
-            f"warning: all {len(report.item_errors)} items kept their last known state;"
-            " run `watcher check-now` again once GitHub is reachable",
+            f"warning: all {len(report.item_errors)} items kept their last known state; "
+            + (limited or "run `watcher check-now` again once GitHub is reachable"),
             err=True,
         )
     else:

@@ -43,3 +43,24 @@ def test_backtest_replay_outside_watchers_source_says_where_the_history_ships(tm
     assert r.exit_code != 0
     assert "no such folder of recorded history" in r.output
     assert "ships only in watcher's source repository" in r.output
+
+
+def test_check_now_once_rate_limited_names_the_token_and_the_reset(tmp_path):
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+    from watcher.fakes.github import FakeGitHub
+
+    with FakeGitHub() as gh:
+        gh.add_issue("o/r", 1, title="a bug")
+        gh.rate_limit, gh.rate_remaining = 60, 0
+        gh.rate_reset = 4102444800  # 2100-01-01: still spent when check-now asks
+        cfg = tmp_path / "watch.toml"
+        cfg.write_text(
+            f'[watcher]\ngithub_api_url = "{gh.url}"\nmax_rate_limit_wait = "1s"\n'
+            '[[item]]\nid = "bug"\nrepo = "o/r"\nkind = "issue"\nnumber = 1\n'
+        )
+        r = CliRunner().invoke(cli, ["check-now", "--config", str(cfg)], env={"GITHUB_TOKEN": ""})
+    assert "once GitHub is reachable" not in r.stderr
+    assert "set GITHUB_TOKEN" in r.stderr, r.stderr
+    assert re.search(r"spent until \d{4}-\d\d-\d\d \d\d:\d\d UTC", r.stderr), r.stderr

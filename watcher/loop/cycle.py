@@ -17,7 +17,7 @@ import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +101,24 @@ class CycleReport:
 
 
 _REFUSED = re.compile(r"^HTTP (401|403)\b")
+_LIMITED = re.compile(r"^rate limited; retry in (\d+) s")
+
+
+def rate_limited(errors: list[str], has_token: bool, at: datetime) -> str | None:
+    """One line when every read hit GitHub's rate limit: GitHub is reachable, so say what to
+    do (GITHUB_TOKEN, when there is none) and when the limit resets (from `at`, the cycle's
+    time, plus the longest wait GitHub asked for)."""
+    waits = [int(m.group(1)) for e in errors if (m := _LIMITED.match(e or ""))]
+    if not errors or len(waits) != len(errors):
+        return None
+    reset = (at + timedelta(seconds=max(waits))).strftime("%Y-%m-%d %H:%M UTC")
+    if has_token:
+        return f"GitHub's rate limit for this token is spent until {reset}; run `watcher check-now` again after it"
+    return (
+        f"GitHub's rate limit for unauthenticated reads (60 an hour) is spent until {reset}: set "
+        "GITHUB_TOKEN (any token that can read public repositories: 5,000 an hour) or run "
+        "`watcher check-now` again after it"
+    )
 
 
 def token_rejected(errors: list[str]) -> str | None:
