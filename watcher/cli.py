@@ -262,6 +262,8 @@ def init(
             click.echo(f"kept {path} (exists; not overwriting it)", err=True)
         for path, lines in done.merged.items():
             click.echo(f"added {', '.join(lines)} to {path} (its other lines kept)", err=True)
+        if install:
+            _install_not_applied(install, [p for p in done.kept if p.suffix == ".yml"])
         click.echo(
             "Next: watcher doctor && watcher check-now (with GITHUB_TOKEN set), commit these "
             "files, then Settings → Pages → Source: GitHub Actions and Actions → watch → Run "
@@ -276,6 +278,24 @@ def init(
         + str(target),
         err=True,
     )
+
+
+def _install_not_applied(install: str, kept: list[Path]) -> None:
+    """`--install` asked for a workflow that already exists: it was not applied; say how."""
+    import re
+
+    stale = []
+    for path in kept:
+        now = re.findall(r'pip install (?:-q )?"([^"]*)"', path.read_text(encoding="utf-8"))
+        if now and install not in now:
+            stale.append(f"{path} still installs {now[0]!r}")
+    if stale:
+        raise WatcherError(
+            f"--install {install!r} was not applied: "
+            + "; ".join(stale)
+            + f'. To apply it, change the `pip install "…"` line there to `pip install "{install}"`'
+            " (or remove the file and run `watcher init --github --install … .` again)"
+        )
 
 
 def _adopt(config: Path, page: Path) -> None:

@@ -64,3 +64,29 @@ def test_check_now_once_rate_limited_names_the_token_and_the_reset(tmp_path):
     assert "once GitHub is reachable" not in r.stderr
     assert "set GITHUB_TOKEN" in r.stderr, r.stderr
     assert re.search(r"spent until \d{4}-\d\d-\d\d \d\d:\d\d UTC", r.stderr), r.stderr
+
+
+def test_init_install_on_a_guide_already_set_up_says_it_was_not_applied(tmp_path):
+    import subprocess
+    import sys
+
+    def init(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "watcher", "init", "--github", *args, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert init().returncode == 0
+    workflow = tmp_path / ".github" / "workflows" / "watch.yml"
+    before = workflow.read_text()
+    r = init("--install", "upstream-blocker-watcher==9.9.9")
+    assert r.returncode == 1
+    assert "--install 'upstream-blocker-watcher==9.9.9' was not applied" in r.stderr
+    assert f"{workflow} still installs" in r.stderr
+    assert 'pip install "upstream-blocker-watcher==9.9.9"' in r.stderr
+    assert workflow.read_text() == before  # never overwritten
+    # the same install again (what the workflow already holds) is not an error
+    current = re.search(r'pip install "([^"]*)"', before).group(1)
+    assert init("--install", current).returncode == 0
