@@ -121,3 +121,17 @@ def test_the_projects_own_workflow_runs_the_readmes_test_command():
         pytest.skip("actionlint is not installed (pip install -e '.[test]')")
     run = subprocess.run([exe, "-no-color"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_references_are_inert_without_an_invisible_character():
+    import markdown
+
+    from watcher.publish.page import md_escape
+
+    text = "Marlin crash (sglang#19406, #20370), see https://github.com/o/r/issues/1 @alice"
+    shown = md_escape(text)
+    assert "\u200d" not in shown
+    for ref in ("sglang#19406", "#20370", "https://github.com/o/r/issues/1", "@alice"):
+        assert f"`{ref}`" in shown, shown  # a search for "#19406" finds it; a URL copies whole
+    html = markdown.markdown(shown)
+    assert "<code>#20370</code>" in html and "<a " not in html
