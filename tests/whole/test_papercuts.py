@@ -135,3 +135,53 @@ def test_references_are_inert_without_an_invisible_character():
         assert f"`{ref}`" in shown, shown  # a search for "#19406" finds it; a URL copies whole
     html = markdown.markdown(shown)
     assert "<code>#20370</code>" in html and "<a " not in html
+
+
+def test_the_fake_github_has_a_command_that_check_now_can_read(tmp_path):
+    """docs/configuration.md's example, as a user types it: start the seeded fake GitHub, point
+    GITHUB_API_URL at it, run one cycle of the shipped watch list."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    fake = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "watcher.fakes.github",
+            "--seed",
+            "real_threads",
+            "--seed",
+            "sglang_code",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = fake.stdout.readline()  # waits for the server, not for time
+        m = re.fullmatch(
+            r"export GITHUB_API_URL=(http://127\.0\.0\.1:\d+) GITHUB_TOKEN=(\S+)\n", line
+        )
+        assert m, line
+        shutil.copy(ROOT / "watch.toml", tmp_path / "watch.toml")
+        env = dict(os.environ, GITHUB_API_URL=m[1], GITHUB_TOKEN=m[2])
+        run = subprocess.run(
+            [sys.executable, "-m", "watcher", "check-now", "--no-smoke", "--json"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+        import json
+
+        items = {i["id"]: i for i in json.loads(run.stdout)["items"]}
+        assert items["vllm-40361"]["state"] == "closed" and not items["vllm-40361"]["stale"]
+        assert items["sglang-autoround-mapping"]["state"] == "absent"
+    finally:
+        fake.send_signal(signal.SIGTERM)
+        assert fake.wait(timeout=30) == 0
