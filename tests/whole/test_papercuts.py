@@ -185,3 +185,39 @@ def test_the_fake_github_has_a_command_that_check_now_can_read(tmp_path):
     finally:
         fake.send_signal(signal.SIGTERM)
         assert fake.wait(timeout=30) == 0
+
+
+def test_an_item_whose_number_changed_is_a_first_read(tmp_path):
+    """A typo'd number after a good cycle: the same config error as on a fresh store (exit 2),
+    and nothing of the old thread (its title, link, state) is shown under the new number."""
+    from click.testing import CliRunner
+
+    from watcher.cli import cli
+    from watcher.fakes.github import FakeGitHub
+
+    def write(number: int) -> None:
+        (tmp_path / "watch.toml").write_text(
+            f'[watcher]\ngithub_api_url = "{gh.url}"\n'
+            f'[[item]]\nid = "fix"\nrepo = "o/r"\nkind = "pull"\nnumber = {number}\n'
+            '[[blocker]]\nid = "b"\ntitle = "B"\nitems = ["fix"]\n'
+            '[[page]]\nid = "p"\ntitle = "P"\noutput = "P.md"\nblockers = ["b"]\n'
+        )
+
+    def check_now():
+        return CliRunner().invoke(
+            cli,
+            ["check-now", "--no-smoke", "--config", str(tmp_path / "watch.toml")],
+            env={"GITHUB_TOKEN": "test-token"},
+        )
+
+    with FakeGitHub() as gh:
+        gh.add_pull("o/r", 40361, title="Marlin pad sub-tile n", merged=True)
+        write(40361)
+        assert check_now().exit_code == 0
+        assert "Marlin pad sub-tile n" in (tmp_path / "P.md").read_text()
+        write(40631)  # the typo
+        r = check_now()
+    assert r.exit_code == 2, r.output
+    assert "[[item]] fix: o/r has no pull request #40631 (GitHub answered 404)" in r.stderr
+    page = (tmp_path / "P.md").read_text()
+    assert "Marlin pad sub-tile n" not in page and "pull/40361" not in page

@@ -21,7 +21,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from watcher.config.model import Config, Settings
+from watcher.config.model import Config, Item, Settings
 from watcher.core.clock import iso, utcnow
 from watcher.core.files import atomic_write
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects, transitions
@@ -172,6 +172,16 @@ def item_event_message(cfg: Config, item_id: str, old: dict | None, obs: Observa
     return f"{what} changed: {obs.state}{extra}"
 
 
+def same_thing(row: dict[str, Any], item: Item) -> bool:
+    """Is a stored row about the thing the item names now? A number fixed after a typo (or a
+    repo changed) makes the old row another thread's: its title, state and link must go."""
+    return (str(row.get("repo") or "").lower(), row.get("kind"), row.get("number")) == (
+        item.repo.lower(),
+        item.kind,
+        item.number,
+    )
+
+
 def apply_observations(
     cfg: Config, store: Store, cycle_id: int, observations: dict[str, Observation], at: str
 ) -> tuple[int, list[dict[str, Any]]]:
@@ -183,6 +193,8 @@ def apply_observations(
         if obs is None:
             continue
         prev = previous.get(item.id)
+        if prev is not None and not same_thing(prev, item):
+            prev = None  # its repo, kind or number changed in watch.toml: a first read
         base = {
             "id": item.id,
             "repo": item.repo,
