@@ -298,3 +298,37 @@ def test_a_closed_unmerged_pull_is_read_again_only_when_a_pull_changes(gh, tmp_p
         assert store.items()["closed"]["superseded_by"] == 8
     finally:
         store.close()
+
+
+def test_a_busy_branchs_compare_stays_short_and_is_stored_once(gh, tmp_path):
+    """Issue 33, item 12 (part): pushes to unwatched files move the base forward once the quiet
+    range is long, so the compare watcher re-reads and stores does not grow with every push."""
+    import json
+
+    from watcher.poll.heads import MOVE_BASE_AFTER
+
+    seed(gh)
+    cfg = config(tmp_path, gh)
+    run_cycle(cfg)
+    longest = 0
+    for _ in range(12):
+        gh.churn(CODE, pushes=5, stars=1)
+        run_cycle(cfg)
+        store = Store(cfg.db_path)
+        try:
+            kept = {
+                url: json.loads(e["body"])
+                for url, e in store.etags().items()
+                if "/compare/" in url and e.get("body")
+            }
+        finally:
+            store.close()
+        heads = [
+            b for url, b in kept.items() if re.search(rf"/repos/{CODE}/compare/\w+\.\.\.main$", url)
+        ]
+        # the old ranges' answers are dropped (none right after the base moved: the new range
+        # is first asked on the next cycle)
+        assert len(heads) <= 1, sorted(kept)
+        longest = max([longest, *(b["total_commits"] for b in heads)])
+    assert 10 <= longest < MOVE_BASE_AFTER  # 60 pushes, never a range of 60
+    assert states(cfg)["guard"] == "present"
