@@ -280,6 +280,8 @@ def init(
             click.echo(f"kept {path} (exists; not overwriting it)", err=True)
         for path, lines in done.merged.items():
             click.echo(f"added {', '.join(lines)} to {path} (its other lines kept)", err=True)
+        if install:
+            _install_not_applied(install, [p for p in done.kept if p.suffix == ".yml"])
         click.echo(
             "Next: watcher doctor && watcher check-now (with GITHUB_TOKEN set), commit these "
             "files, then Settings → Pages → Source: GitHub Actions and Actions → watch → Run "
@@ -294,6 +296,24 @@ def init(
         + str(target),
         err=True,
     )
+
+
+def _install_not_applied(install: str, kept: list[Path]) -> None:
+    """`--install` asked for a workflow that already exists: it was not applied; say how."""
+    import re
+
+    stale = []
+    for path in kept:
+        now = re.findall(r'pip install (?:-q )?"([^"]*)"', path.read_text(encoding="utf-8"))
+        if now and install not in now:
+            stale.append(f"{path} still installs {now[0]!r}")
+    if stale:
+        raise WatcherError(
+            f"--install {install!r} was not applied: "
+            + "; ".join(stale)
+            + f'. To apply it, change the `pip install "…"` line there to `pip install "{install}"`'
+            " (or remove the file and run `watcher init --github --install … .` again)"
+        )
 
 
 def _adopt(config: Path, page: Path) -> None:
@@ -416,9 +436,17 @@ def check_now(
     if report.offline_note:
         click.echo(f"warning: {report.offline_note}", err=True)
     if report.item_errors and report.offline_note and report.mode != "offline":
+        from datetime import UTC, datetime
+
+        from watcher.core.token import github_token
+        from watcher.loop.cycle import rate_limited
+
+        limited = rate_limited(
+            list(report.item_errors.values()), bool(github_token()), datetime.now(UTC)
+        )
         click.echo(
-            f"warning: all {len(report.item_errors)} items kept their last known state;"
-            " run `watcher check-now` again once GitHub is reachable",
+            f"warning: all {len(report.item_errors)} items kept their last known state; "
+            + (limited or "run `watcher check-now` again once GitHub is reachable"),
             err=True,
         )
     else:

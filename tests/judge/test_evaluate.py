@@ -230,3 +230,19 @@ def test_runs_without_a_verdict_never_count(cfg, outcome):
     ev = evaluate(cfg, {}, [older, newer], {}, NOW)
     assert ev.blockers["marlin-pad"].status == "verified"
     assert ev.pages["sglang"].status == "validated"
+
+
+def test_a_quiet_cycle_keeps_an_unreadable_blockers_reason(cfg):
+    """Issue 33, item 11: with nothing changed upstream, the second cycle must say what the first
+    said ("last known: none"), not read the first cycle's own stand-in `blocked` back as known;
+    otherwise the sticky comment is edited on a quiet cycle."""
+    items = rows(**{"sglang-offloader-tied-weights": "unreadable"})
+    first = evaluate(cfg, items, [], {}, NOW).blockers["offloader-tied-weights"]
+    assert first.stale and first.reason.endswith("last known: none")
+    stored = {"blocker:offloader-tied-weights": {"status": first.status, "reason": first.reason}}
+    second = evaluate(cfg, items, [], stored, NOW).blockers["offloader-tied-weights"]
+    assert (second.status, second.reason) == (first.status, first.reason)
+    # a status that was known before the items became unreadable is still said
+    known = {"blocker:offloader-tied-weights": {"status": "fix-merged", "reason": "fixed"}}
+    third = evaluate(cfg, items, [], known, NOW).blockers["offloader-tied-weights"]
+    assert third.status == "fix-merged" and third.reason.endswith("last known: fix-merged")

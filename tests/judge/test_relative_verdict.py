@@ -42,7 +42,7 @@ def test_compare_calls_it_only_when_the_interval_is_on_one_side():
     assert slow_start["verdict"] == BELOW and slow_start["why"] == "ttft"
 
 
-def _config(tmp_path, slow_speed: float, park: str = "") -> object:
+def _config(tmp_path, slow_speed: float, park: str = "", page: str = "") -> object:
     def cmd(speed):
         return [
             sys.executable, "-m", "watcher.fakes.engine", "--port", "{port}",
@@ -76,8 +76,12 @@ PYTHONPATH = "{REPO}"
             slow_speed,
             'baseline = "vllm-mtp"\nmin_speed_vs_baseline = 0.8\n',
         )  # fmt: skip
-        + '\n[[page]]\nid = "sglang"\ntitle = "SGLang"\noutput = "SGLANG.md"\n'
-        'template = "sglang.md.j2"\nrecipes = ["sglang-eagle"]\n' + park
+        + (
+            page
+            or '\n[[page]]\nid = "sglang"\ntitle = "SGLang"\noutput = "SGLANG.md"\n'
+            'template = "sglang.md.j2"\nrecipes = ["sglang-eagle"]\n'
+        )
+        + park
     )
     return load_watch(tmp_path, text)
 
@@ -182,3 +186,19 @@ def test_baseline_config_errors_name_the_key(tmp_path, extra, message):
     (tmp_path / "watch.toml").write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(tmp_path / "watch.toml")
+
+
+def test_a_page_of_the_guides_own_shows_the_comparison_too(tmp_path):
+    """Issue 33, item 8: templates/page.md.j2 (any page not using sglang.md.j2) parked by the
+    floor shows both speeds and their ratio, as the SGLang page does."""
+    own = '\n[[page]]\nid = "guide"\ntitle = "Guide"\noutput = "GUIDE.md"\nrecipes = ["sglang-eagle"]\n'
+    cfg = _config(tmp_path, slow_speed=60, page=own)
+    doc, ev, _, sources = _smoke_and_evaluate(cfg)
+    c = doc["comparison"]
+    assert ev.pages["guide"].status == "parked"
+    md = page_text(cfg, cfg.pages[0], ev, sources, [], None, None, None)
+    assert "Parked below the speed floor" in md
+    assert (
+        f"⚖️ Decode {c['decode_tokens_per_s']} vs {c['baseline_decode_tokens_per_s']} tokens/s" in md
+    )
+    assert f"{c['speed_ratio']}×" in md

@@ -263,3 +263,72 @@ def test_the_sweep_moves_on_with_the_clock_where_the_database_is_not_saved():
     with GitHubClient("http://127.0.0.1:9", token="t") as client:  # serve: saved every cycle
         cycles = [EventsFeed(client, 10, interval=300, clock=lambda: 5.0).cycle for _ in "abc"]
     assert cycles == [1, 2, 3]
+
+
+def test_a_closed_unmerged_pull_is_read_again_only_when_a_pull_changes(gh, tmp_path):
+    """Issue 33, item 9: a closed unmerged pull whose superseding PR can only come from its own
+    repository is not re-read on a quiet cycle; a new PR there (a cross-reference) reads it."""
+    seed(gh, n_issues=1)
+    gh.add_pull(CODE, 7, title="pad sub-tile n", state="closed")
+    config(tmp_path, gh, n_issues=1, every=1000)  # writes watch.toml: one more item below
+    text = (
+        (tmp_path / "watch.toml")
+        .read_text()
+        .replace(
+            'id = "fix"',
+            'id = "closed"\nrepo = "o/code"\nkind = "pull"\nnumber = 7\n[[item]]\nid = "fix"',
+        )
+    )
+    (tmp_path / "watch.toml").write_text(text)
+    cfg = parse_config(text, tmp_path / "watch.toml")
+    run_cycle(cfg)
+    run_cycle(cfg)
+    gh.churn(CODE, pushes=1, stars=1)  # the repository moves, no pull request does
+    gh.reset_requests()
+    run_cycle(cfg)
+    assert not [r.path for r in gh.requests if r.path.startswith(f"/repos/{CODE}/pulls/7")]
+    assert not [r.path for r in gh.requests if r.path.startswith(f"/repos/{CODE}/issues/7")]
+    gh.add_pull(CODE, 8, title="pad sub-tile n (redo)", merged=True)
+    gh.add_cross_reference(CODE, 7, source_repo=CODE, source_number=8)
+    gh.reset_requests()
+    run_cycle(cfg)
+    assert f"/repos/{CODE}/pulls/7" in {r.path for r in gh.requests}
+    store = Store(cfg.db_path)
+    try:
+        assert store.items()["closed"]["superseded_by"] == 8
+    finally:
+        store.close()
+
+
+def test_a_busy_branchs_compare_stays_short_and_is_stored_once(gh, tmp_path):
+    """Issue 33, item 12 (part): pushes to unwatched files move the base forward once the quiet
+    range is long, so the compare watcher re-reads and stores does not grow with every push."""
+    import json
+
+    from watcher.poll.heads import MOVE_BASE_AFTER
+
+    seed(gh)
+    cfg = config(tmp_path, gh)
+    run_cycle(cfg)
+    longest = 0
+    for _ in range(12):
+        gh.churn(CODE, pushes=5, stars=1)
+        run_cycle(cfg)
+        store = Store(cfg.db_path)
+        try:
+            kept = {
+                url: json.loads(e["body"])
+                for url, e in store.etags().items()
+                if "/compare/" in url and e.get("body")
+            }
+        finally:
+            store.close()
+        heads = [
+            b for url, b in kept.items() if re.search(rf"/repos/{CODE}/compare/\w+\.\.\.main$", url)
+        ]
+        # the old ranges' answers are dropped (none right after the base moved: the new range
+        # is first asked on the next cycle)
+        assert len(heads) <= 1, sorted(kept)
+        longest = max([longest, *(b["total_commits"] for b in heads)])
+    assert 10 <= longest < MOVE_BASE_AFTER  # 60 pushes, never a range of 60
+    assert states(cfg)["guard"] == "present"

@@ -88,15 +88,11 @@ def test_a_command_by_a_writer_is_acted_on_anyone_elses_is_ignored(gh, cfg):
     ]
     (sticky,) = ours(gh, status_marker("eng"))
     body = sticky["body"]
-    # mentions watcher posts are inert (a zero-width joiner after "@"): nobody gets pinged
-    zwj = "\u200d"
+    # mentions watcher posts are inert (inline code, no invisible character): nobody gets pinged
     assert (
-        f"@{zwj}mallory asked to run the smoke test of r1: ignored — @{zwj}mallory has read access"
-        in body
+        "`@mallory` asked to run the smoke test of r1: ignored — `@mallory` has read access" in body
     )
-    assert (
-        f"@{zwj}alice asked to re-check every item: the next check reads every item afresh" in body
-    )
+    assert "`@alice` asked to re-check every item: the next check reads every item afresh" in body
     assert "old-timer" not in body
     s = store_of(cfg)
     try:

@@ -16,6 +16,7 @@ SGL = "sgl-project/sglang"
 AUTO_ROUND = "python/sglang/srt/layers/quantization/auto_round.py"
 QWEN35 = "python/sglang/srt/models/qwen3_5.py"
 QWEN35_MTP = "python/sglang/srt/models/qwen3_5_mtp.py"
+QWEN35_TEXT = "python/sglang/srt/models/qwen3_5_text.py"
 QWEN3_NEXT = "python/sglang/srt/models/qwen3_next.py"
 OFFLOADER = "python/sglang/srt/utils/offloader.py"
 
@@ -45,6 +46,16 @@ def test_autoround_reads_the_qwen35_model_files(cfg):
     assert st == "present"
     assert evidence["lines"][0]["path"] == QWEN35
     assert evidence["lines"][0]["text"].startswith("quant_config.packed_modules_mapping =")
+
+
+def test_autoround_reads_the_text_only_model(cfg):
+    """fc8b328f5c (2026-07-28, first in v0.5.17) serves text-only Qwen3.5/3.6 checkpoints from
+    models/qwen3_5_text.py, which sets the mapping on the quant config (issue 33, truth 6)."""
+    text_only = MODEL_SETS_IT.replace("Qwen3_5ForCausalLM", "Qwen3_5TextForCausalLM")
+    files = {AUTO_ROUND: LOADER, QWEN35: MODEL, QWEN35_MTP: "class X:\n    pass\n"}
+    st, evidence = state(cfg, "sglang-autoround-mapping", {**files, QWEN35_TEXT: text_only})
+    assert st == "present"
+    assert evidence["lines"][0]["path"] == QWEN35_TEXT
 
 
 def test_autoround_loader_fix_still_counts(cfg):

@@ -17,7 +17,7 @@ from watcher.cli import cli
 from watcher.config.model import Item
 from watcher.fakes.replay import ReplayGitHub
 from watcher.github.client import GitHubClient
-from watcher.poll import heads
+from watcher.poll import heads, relevance
 from watcher.poll import poller as poll
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +70,21 @@ SGLANG_GDN_MATCH = {
     "e77bfba24d": "hang in Qwen3-Next MTP (written 'Qwen3 Next', with a space)",
     "cabe171b6c": "Qwen3.5 MTP fix",
 }
+# Of those, the ones a reader of this recipe's page must see first: the commit names the model
+# served (Qwen3.5/3.6's hybrid) or a flag the recipes run (EAGLE/EAGLE-3, MTP, spec v2,
+# extra_buffer), and is not work these one-card dense-model recipes cannot use.
+SGLANG_GDN_STRONG = {
+    "e4b708d3e9": "spec v2 for the mamba hybrid: SGLANG_ENABLE_SPEC_V2=1 on this stack",
+    "3ca29dffc7": "EAGLE-3 on a GDN hybrid: the EAGLE-3 recipe's path",
+    "9457c049e1": "MTP with spec v2 on Qwen3.5",
+    "86c5617787": "a crash in mamba state tracking during EAGLE verification",
+    "a1b39c1c26": "the MTP verify step's mamba state scatter",
+    "f7de9375ac": "Qwen3.5's GDN update in the verify step",
+    "03e4f2858d": "Qwen3.5's SpecV2 path",
+}
+# The other three are the guide's news, not this recipe's headline: spec-decode perf that names
+# neither the model nor a flag (2ba94136ce), an NCCL all-gather hang across cards (e77bfba24d),
+# EPLB, an expert-parallel MoE balancer, for a dense 27B (cabe171b6c).
 SGLANG_GDN_NOT = {
     "f57ec8d6ef": "spec-decode only ('spec_hidden_size'), nothing about hybrid layers",
     "6c2714f5ae": "adaptive speculative decoding guard, not about hybrid layers",
@@ -89,6 +104,25 @@ def test_sglang_gdn_rule(cfg, replay):
     check_labels(matched, rejected, SGLANG_GDN_MATCH, SGLANG_GDN_NOT)
     # Every match in the record is one of the labelled true positives: no false positive.
     assert sorted(s[:10] for s in matched) == sorted(SGLANG_GDN_MATCH)
+
+
+# Days where the old ranking (core paths before dates) headlined something else: the day a
+# spec v2 MTP change landed beside an older core commit, the three weeks of EPLB, the cut.
+HEADLINE_DAYS = ["2026-02-01", "2026-03-05", "2026-03-14", "2026-04-01", "2026-04-12", "2026-04-30"]
+
+
+@pytest.mark.parametrize("day", HEADLINE_DAYS)
+def test_the_headline_is_the_newest_strongly_relevant_match(cfg, replay, day):
+    item = cfg.item("sglang-gdn")
+    paths_of: dict[str, list[str]] = {}
+    with GitHubClient(replay.url, token="test-token", retries=0) as client:
+        commits, _ = poll.read_commit_stream(
+            client, item, until=f"{day}T23:59:59Z", paths_of=paths_of
+        )
+    matched = [c for c in commits if poll.commit_matches(item, c)]
+    ranked = relevance.rank(item, matched, paths_of, frozenset())
+    strong = [c["sha"][:10] for c in matched if c["sha"][:10] in SGLANG_GDN_STRONG]
+    assert ranked[0]["sha"][:10] == strong[0], poll.commit_message(ranked[0]).splitlines()[0]
 
 
 def test_the_old_gdn_rule_missed_what_the_new_one_finds(cfg, replay):

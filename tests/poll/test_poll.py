@@ -105,6 +105,9 @@ def test_closed_unmerged_pr_superseded_and_first_release(gh):
     assert obs.in_release == "v0.24.0"
     compares = [r for r in gh.requests if "/compare/" in r.path]
     assert compares and all("v0.2" in r.path for r in compares)
+    # the superseding pull's JSON embeds its base repository's default branch: the repository
+    # object is not read for it (issue 33, item 9: one point a quiet cycle on real GitHub)
+    assert not [r for r in gh.requests if r.path == f"/repos/{REPO}"]
 
 
 def test_merged_pr_in_no_release_yet(gh):

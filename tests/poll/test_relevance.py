@@ -35,6 +35,11 @@ GDN_MUST_MATCH = {
     "[Qwen3.6] MTP accept length regression on GDN layers": "MTP on the model served here",
     "[Spec V2] Support specV2 for mamba hybrid attention (#18808)": "the real #18808 "
     "(also in the record)",
+    # issue 33's recall gaps (subjects in the shape of the real commits)
+    "Fix extra_buffer_lazy state leak": "`extra_buffer\\b` missed extra_buffer_lazy (0a06cc5317)",
+    "Support extra buffer in the scheduler": "'extra buffer' with a space (e0b692600f)",
+    "[Spec] Fix dflash naming in the mamba hybrid spec worker": "a rename in the spec path "
+    "that mentions dflash is not DFlash work (f526e3fa27)",
 }
 GDN_MUST_NOT = {
     "[AMD] Enable MTP for Qwen3.5 with aiter": "AMD/ROCm/aiter: another vendor",
@@ -49,6 +54,8 @@ GDN_MUST_NOT = {
     "[DeepEP] MTP with Qwen3.5 MoE": "DeepEP: multi-node expert parallel",
     "Kimi Linear: spec decode for KDA": "Kimi/KDA: another model",
     "[DFlash] draft model for Qwen3.5": "DFlash: another drafter",
+    "[HiCache] Support mamba hybrid spec decode": "the hierarchical cache: not run here",
+    "Fix PD disaggregation with MTP on Qwen3.5": "prefill/decode split: not run here",
     "Fix hybrid_linear_attn_backend crash with ngram speculation (#20739)": "NGRAM (the real #20739)",
     "Refactor mamba state handling in spec decode": "a refactor, no fix",
     "[Docs] Fix the drafted example for mamba": "'drafted' in docs; and no spec-decode fix",
@@ -114,6 +121,11 @@ def test_exclude_and_supersede_from_are_checked_at_load(tmp_path):
         parse_config(base + 'kind = "issue"\nnumber = 1\nsupersede_from = ["a/b"]\n', tmp_path)
     with pytest.raises(ConfigError, match="core"):
         parse_config(base + 'kind = "commits"\npaths = ["a/"]\ncore = ["b/"]\n', tmp_path)
+    for key in ("prefer", "demote"):
+        with pytest.raises(ConfigError, match=f"{key}.*entry 1"):
+            parse_config(base + f'kind = "commits"\n{key} = ["(unclosed"]\n', tmp_path)
+        with pytest.raises(ConfigError, match=f"{key}.*applies only to kind 'commits'"):
+            parse_config(base + f'kind = "issue"\nnumber = 1\n{key} = ["x"]\n', tmp_path)
 
 
 # ------------------------------------------------------------------ the headline
@@ -123,21 +135,41 @@ def c(sha: str, message: str) -> dict:
     return {"sha": sha, "commit": {"message": message}}
 
 
-def test_rank_puts_explicit_links_first_then_core_paths_then_the_newest():
-    item = Item(id="s", repo=SGL, kind="commits", paths=("a/", "core/"), core=("core/",))
+def test_rank_puts_explicit_links_first_then_the_recipes_words_then_the_newest():
+    item = Item(
+        id="s",
+        repo=SGL,
+        kind="commits",
+        paths=("a/", "core/"),
+        core=("core/",),
+        prefer=("qwen3[._]?5", r"extra_buffer\w*"),
+        demote=("eplb",),
+    )
     tracked = frozenset({("vllm-project/vllm", 40124), (SGL.lower(), 19406)})
     commits = [
-        c("1", "newest: a refactor"),
+        c("1", "newest: a cleanup"),
         c("2", "in core"),
         c("3", "older fix\n\nFixes vllm-project/vllm#40124"),
         c("4", "closes #19406 here"),
-        c("5", "Fixes #1 (not tracked)"),
+        c("5", "Fix extra_buffer_lazy with spec v2"),
+        c("6", "Fix qwen3.5 mtp eplb related issues"),
+        c("7", "Qwen3.5 spec fix"),
     ]
-    paths_of = {"1": ["a/"], "2": ["core/"], "3": ["a/"], "4": ["a/"], "5": ["core/"]}
+    paths_of = {"1": ["a/"], "2": ["core/"], "3": ["a/"], "4": ["a/"], "5": ["a/"], "6": ["core/"]}
+    paths_of["7"] = ["a/"]
     ranked = [x["sha"] for x in relevance.rank(item, commits, paths_of, tracked)]
-    assert ranked == ["3", "4", "2", "5", "1"]
+    # links, then the recipe's words newest first, then the rest newest first (a core path
+    # no longer lifts an older commit), then what the recipe does not use (EPLB wins over qwen3.5)
+    assert ranked == ["3", "4", "5", "7", "1", "2", "6"]
     assert relevance.reasons(item, commits[2], paths_of, tracked) == [
         "closes tracked vllm-project/vllm#40124"
+    ]
+    assert relevance.reasons(item, commits[4], paths_of, tracked) == [
+        "names “extra_buffer_lazy”, which this recipe runs"
+    ]
+    assert relevance.reasons(item, commits[5], paths_of, tracked) == [
+        "names “eplb”, which this recipe does not use",
+        "touches core path core/",
     ]
 
 
@@ -155,6 +187,7 @@ kind = "commits"
 paths = ["python/sglang/srt/speculative/", "python/sglang/srt/layers/attention/mamba/"]
 core = ["python/sglang/srt/layers/attention/mamba/"]
 terms = ['(?i)\\bspec\\b']
+prefer = ["verify"]
 """
 
 
@@ -175,7 +208,10 @@ def test_the_headline_is_the_relevant_match_not_the_newest(tmp_path):
         )
         cfg_path = write_config(tmp_path, gh, HEADLINE)
         doc = item_doc(cycle(cfg_path, gh), "gdn")
-        assert doc["title"] == "Fix mamba state in spec verify (#2)"  # core first, not newest
+        # the recipe's word first, not the newest; the newest still dates the stream
+        assert doc["title"] == "Fix mamba state in spec verify (#2)"
+        assert doc["summary"] == "matching commits in SGLang, newest on 2026-03-05"
+        assert doc["updated_at"] == "2026-03-05T00:00:00Z"
         gh.add_commit(
             SGL,
             message="Spec loader fix (#4)\n\nFixes #19406",
@@ -212,4 +248,32 @@ def test_a_commit_whose_pr_a_tracked_issue_cross_references_headlines(tmp_path):
     first, second = doc["evidence"]["matches"][:2]
     assert first["relevance"] == [f"its PR is cross-referenced by tracked {SGL}#19406"]
     assert second["subject"] == "Fix mamba state in spec verify (#2)"
-    assert second["relevance"] == ["touches core path python/sglang/srt/layers/attention/mamba/"]
+    assert second["relevance"] == [
+        "names “verify”, which this recipe runs",
+        "touches core path python/sglang/srt/layers/attention/mamba/",
+    ]
+
+
+def test_an_event_names_the_commit_that_caused_it_not_the_headline(tmp_path):
+    with FakeGitHub() as gh:
+        gh.add_issue(SGL, 19406, title="Marlin crash")
+        gh.add_commit(
+            SGL,
+            message="Fix mamba state in spec verify (#2)",
+            date="2026-03-01T00:00:00Z",
+            contents={"python/sglang/srt/layers/attention/mamba/ops.py": "x\n"},
+        )
+        cfg_path = write_config(tmp_path, gh, HEADLINE)
+        cycle(cfg_path, gh)
+        new = gh.add_commit(
+            SGL,
+            message="Spec worker cleanup (#3)",
+            date="2026-03-05T00:00:00Z",
+            contents={"python/sglang/srt/speculative/worker.py": "y\n"},
+        )
+        report = cycle(cfg_path, gh)
+    (event,) = [e for e in report.events if e["subject"] == "gdn"]
+    assert item_doc(report, "gdn")["title"] == "Fix mamba state in spec verify (#2)"
+    assert event["message"] == (
+        f"{SGL} (commits) changed: matched, new: {new['sha'][:10]} “Spec worker cleanup (#3)”"
+    )

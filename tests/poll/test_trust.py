@@ -70,7 +70,9 @@ def blocker(report) -> str:
 
 
 def test_a_strangers_merged_pr_that_mentions_the_item_changes_nothing(gh, tmp_path):
-    cfg_path = write_config(tmp_path, gh, config())
+    # Every item read every cycle: a stranger's reference shows in no feed watcher reads, so
+    # otherwise the closed pull is read again (and the reference shown) on its sweep turn only.
+    cfg_path = write_config(tmp_path, gh, "full_read_every = 1\n" + config())
     first = cycle(cfg_path, gh)
     assert item_doc(first, "pad")["state"] == "closed" and blocker(first) == "blocked"
     gh.add_pull("stranger/vllm", 1, title="mention vllm-project/vllm#40361", merged=True)

@@ -98,7 +98,9 @@ class Item:
     present: tuple[str, ...] = ()  # code: regexes the fixed code contains
     absent: tuple[str, ...] = ()  # code: regexes the fixed code no longer contains
     exclude: tuple[str, ...] = ()  # commits: regexes that drop a commit (subject, word-bounded)
-    core: tuple[str, ...] = ()  # commits: of `paths`, those whose commits headline first
+    core: tuple[str, ...] = ()  # commits: of `paths`, shown as a reason only (no longer ranks)
+    prefer: tuple[str, ...] = ()  # commits: subject words of what the recipe runs (rank first)
+    demote: tuple[str, ...] = ()  # commits: subject words of what it does not use (rank last)
     supersede_from: tuple[str, ...] = ()  # pull: other repos whose merged PRs may supersede it
     sha: str | None = None  # commit: the commit (7 to 40 hex digits, as the link gives it)
 

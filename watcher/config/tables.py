@@ -91,6 +91,8 @@ def read_item(r: TableReader) -> Item:
     branch = r.get("branch", str)
     exclude = r.regex_list("exclude")
     core = r.str_list("core")
+    prefer = r.regex_list("prefer")
+    demote = r.regex_list("demote")
     supersede_from = r.str_list("supersede_from")
     sha = r.get("sha", str)
     if kind == "commit" and (sha is None or not re.match(r"^[0-9a-f]{7,40}$", sha)):
@@ -143,6 +145,8 @@ def read_item(r: TableReader) -> Item:
         absent=absent,
         exclude=exclude,
         core=core,
+        prefer=prefer,
+        demote=demote,
         supersede_from=supersede_from,
         sha=sha,
     )
@@ -164,6 +168,8 @@ _KIND_KEYS = {
     "absent": ("code",),
     "exclude": ("commits",),
     "core": ("commits",),
+    "prefer": ("commits",),
+    "demote": ("commits",),
     "supersede_from": ("pull",),
     "sha": ("commit",),
 }

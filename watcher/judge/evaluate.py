@@ -160,6 +160,9 @@ def evaluate_blocker(
     )
 
 
+NO_LAST_KNOWN = "last known: none"  # the reason's end when no status was ever known
+
+
 def _unreadable(
     b: Blocker,
     cfg: Config,
@@ -182,11 +185,13 @@ def _unreadable(
         return st
     why = "; ".join(f"{i}: {_unreadable_reason(items.get(i))}" for i in unreadable)
     last = (previous or {}).get("status")
+    if str((previous or {}).get("reason") or "").endswith(NO_LAST_KNOWN):
+        last = None  # the previous cycle's own stand-in, not a status anyone saw
     status = last if last in ("blocked", "fix-merged") else "blocked"
     return BlockerStatus(
         st.id,
         status,
-        f"can't check right now ({why}); last known: {last or 'none'}",
+        f"can't check right now ({why}); {f'last known: {last}' if last else NO_LAST_KNOWN}",
         st.evidence,
         st.override,
         st.hints,

@@ -7,6 +7,7 @@ imports the renderer or its templates.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from watcher.config.model import Config, Item
@@ -43,6 +44,26 @@ def item_evidence(kind: str, details: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+_WORD = re.compile(r"[a-z0-9]+(?:[.][0-9]+)?")
+_FILLER = frozenset(
+    "the and for with from into fix fixes fixed support supports add adds issue pull bug bugfix "
+    "feature kernel model models".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in _FILLER}
+
+
+def mislabel(label: str | None, title: str | None) -> str | None:
+    """GitHub's title when it shares no word with the config's label (vllm#39931, labelled
+    "hybrid attention rollback support", is a TurboQuant PR): every place that prints the
+    label then says what GitHub calls the thread. None when they agree or either is missing."""
+    if not label or not title:
+        return None
+    return None if _words(label) & _words(title) else title
+
+
 def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str, Any]:
     """One item as the status document, the pages and the site show it."""
     item = cfg.item(item_id)
@@ -55,6 +76,9 @@ def item_view(cfg: Config, item_id: str, row: dict[str, Any] | None) -> dict[str
         "number": item.number,
         "label": item.label,
         "title": row.get("title"),
+        "mislabel": mislabel(item.label, row.get("title"))
+        if item.kind in ("issue", "pull")
+        else None,
         "state": row.get("state") or "unknown",
         "url": row.get("url") or item.html_url,
         "superseded_by": row.get("superseded_by"),
@@ -117,7 +141,8 @@ def item_phrase(item: Item, row: dict[str, Any] | None) -> str:
     if item.kind == "commits":
         if state != "matched":
             return f"no matching commits in {name}"
-        newest = ((row.get("details") or {}).get("commits") or [{}])[0]
+        details = row.get("details") or {}
+        newest = details.get("newest") or (details.get("commits") or [{}])[0]
         when = f", newest on {newest['date'][:10]}" if newest.get("date") else ""
         return f"matching commits in {name}{when}"
     if item.kind == "code":

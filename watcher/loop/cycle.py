@@ -17,11 +17,11 @@ import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from watcher.config.model import Config, Settings
+from watcher.config.model import Config, Item, Settings
 from watcher.core.clock import iso, utcnow
 from watcher.core.files import atomic_write
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects, transitions
@@ -103,6 +103,24 @@ class CycleReport:
 
 
 _REFUSED = re.compile(r"^HTTP (401|403)\b")
+_LIMITED = re.compile(r"^rate limited; retry in (\d+) s")
+
+
+def rate_limited(errors: list[str], has_token: bool, at: datetime) -> str | None:
+    """One line when every read hit GitHub's rate limit: GitHub is reachable, so say what to
+    do (GITHUB_TOKEN, when there is none) and when the limit resets (from `at`, the cycle's
+    time, plus the longest wait GitHub asked for)."""
+    waits = [int(m.group(1)) for e in errors if (m := _LIMITED.match(e or ""))]
+    if not errors or len(waits) != len(errors):
+        return None
+    reset = (at + timedelta(seconds=max(waits))).strftime("%Y-%m-%d %H:%M UTC")
+    if has_token:
+        return f"GitHub's rate limit for this token is spent until {reset}; run `watcher check-now` again after it"
+    return (
+        f"GitHub's rate limit for unauthenticated reads (60 an hour) is spent until {reset}: set "
+        "GITHUB_TOKEN (any token that can read public repositories: 5,000 an hour) or run "
+        "`watcher check-now` again after it"
+    )
 
 
 def token_rejected(errors: list[str]) -> str | None:
@@ -120,22 +138,50 @@ def token_rejected(errors: list[str]) -> str | None:
     return f"GitHub rejected the token (HTTP {code}) on every read: {fix}; then run `watcher check-now`"
 
 
+def new_commits_clause(old: dict | None, obs: Observation) -> str:
+    """The commits that caused a commit stream's event, newest first (not its headline, which
+    ranks by relevance and may be months old): ", new: <sha> “subject”" (and how many more)."""
+    before = {c.get("sha") for c in ((old or {}).get("details") or {}).get("commits") or []}
+    newest = obs.details.get("newest") or obs.details["commits"][0]
+    before_newest = (((old or {}).get("details") or {}).get("newest") or {}).get("sha")
+    new = [c for c in obs.details["commits"] if c.get("sha") not in before]
+    if newest.get("sha") != before_newest and all(c.get("sha") != newest.get("sha") for c in new):
+        new.insert(0, newest)
+    new.sort(key=lambda c: c.get("date") or "", reverse=True)
+    if not new:  # a match left the list: name the newest that is still there
+        return f", newest: {newest['sha'][:10]}"
+    first = new[0]
+    more = f" and {len(new) - 1} more" if len(new) > 1 else ""
+    return f", new: {first['sha'][:10]} “{first.get('subject') or ''}”{more}"
+
+
 def item_event_message(cfg: Config, item_id: str, old: dict | None, obs: Observation) -> str:
     item = cfg.item(item_id)
     ref = f"{item.repo}#{item.number}" if item.number else f"{item.repo} ({item.kind})"
-    what = f"{ref} “{obs.title}”" if obs.title else ref
+    # a stream's title is its headline, which ranks by relevance: the event names its new commits
+    what = f"{ref} “{obs.title}”" if obs.title and item.kind != "commits" else ref
     extra = ""
     if obs.superseded_by:
         extra += f", superseded by #{obs.superseded_by} ({obs.superseded_state})"
     if obs.in_release:
         extra += f", first in {obs.in_release}"
     if item.kind == "commits" and obs.details.get("commits"):
-        extra += f", newest: {obs.details['commits'][0]['sha'][:10]}"
+        extra += new_commits_clause(old, obs)
     if old is None or not old.get("state"):
         return f"now tracking {what}: {obs.state}{extra}"
     if old.get("state") != obs.state:
         return f"{what}: {old.get('state')} → {obs.state}{extra}"
     return f"{what} changed: {obs.state}{extra}"
+
+
+def same_thing(row: dict[str, Any], item: Item) -> bool:
+    """Is a stored row about the thing the item names now? A number fixed after a typo (or a
+    repo changed) makes the old row another thread's: its title, state and link must go."""
+    return (str(row.get("repo") or "").lower(), row.get("kind"), row.get("number")) == (
+        item.repo.lower(),
+        item.kind,
+        item.number,
+    )
 
 
 def apply_observations(
@@ -149,6 +195,8 @@ def apply_observations(
         if obs is None:
             continue
         prev = previous.get(item.id)
+        if prev is not None and not same_thing(prev, item):
+            prev = None  # its repo, kind or number changed in watch.toml: a first read
         base = {
             "id": item.id,
             "repo": item.repo,

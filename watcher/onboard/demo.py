@@ -231,7 +231,12 @@ def replay_backtest(
     from watcher.poll.backtest import run_backtest
 
     if not Path(folder).is_dir():
-        raise WatcherError(f"{folder}: no such folder of recorded history")
+        raise WatcherError(
+            f"{folder}: no such folder of recorded history. The recorded history ships only in "
+            "watcher's source repository (tests/history in a clone of it, not in the installed "
+            "package): run `watcher backtest --replay PATH/TO/watcher/tests/history` from a clone, "
+            "or `watcher backtest` without --replay to read GitHub itself"
+        )
     history = History.load(folder)
     if not history.repos:
         raise WatcherError(f"{folder}: no recorded repositories in it (<owner>__<name>.json.gz)")

@@ -40,7 +40,7 @@ class News:
     everything: bool = False  # unread, overflowed or first read: read every item
     numbers: set[int] = field(default_factory=set)  # issues and pulls that events name
     releases: bool = False  # a release was published (or a tag made)
-    pulls: bool = False  # some pull request changed (a superseding PR may be among them)
+    pulls: bool = False  # a pull request changed or got a comment (a superseding PR may be one)
 
 
 def _numbers(event: dict[str, Any]) -> set[int]:
@@ -116,7 +116,10 @@ class EventsFeed:
                     ev.get("type") == "CreateEvent"
                     and (ev.get("payload") or {}).get("ref_type") == "tag"
                 )
-                news.pulls |= (ev.get("type") or "").startswith("PullRequest")
+                news.pulls |= (ev.get("type") or "").startswith("PullRequest") or (
+                    ev.get("type") == "IssueCommentEvent"
+                    and "pull_request" in ((ev.get("payload") or {}).get("issue") or {})
+                )
             if found or "next" not in page.links or pages >= MAX_PAGES or newest_seen is None:
                 break
             page = self.client.get(page.links["next"])
@@ -158,7 +161,9 @@ class EventsFeed:
                 sha = data.get("merge_commit_sha")
                 known = sha and self.client.memo_get(f"contains {item.repo} {sha}")
                 return news.releases and not known
-            # closed unmerged: the superseding PR may be anywhere, even in another repository
-            # (whose events this feed never shows): read it every cycle (such items are few)
-            return True
+            # closed unmerged: only a merged PR from its own repository or a `supersede_from` one
+            # counts, so their feeds say when to look again: a pull request or a comment on one
+            # (a new cross-reference, a merge), or a release (the fix's first release)
+            feeds = [news, *(self.read(other) for other in item.supersede_from)]
+            return any(f.everything or f.pulls or f.releases for f in feeds)
         return False

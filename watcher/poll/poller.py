@@ -19,7 +19,6 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -446,6 +445,8 @@ class Poller:
         details["warnings"] += [truncation_warning(item, t) for t in truncated]
         details.update(
             commits=matches[:MAX_COMMITS_SHOWN],
+            # the newest match, whatever ranks first: what "newest on <date>" and events name
+            newest=commit_evidence(item.repo, matched[0]) if matched else None,
             matched=len(matches),
             scanned=len(commits),
             truncated=truncated,
@@ -455,7 +456,7 @@ class Poller:
             state="matched" if matches else "no-match",
             title=(matches[0]["subject"] if matches else f"no matching commits in {item.repo}"),
             url=matches[0]["url"] if matches else item.html_url,
-            updated_at=matches[0]["date"] if matches else None,
+            updated_at=details["newest"]["date"] if matches else None,
             details=details,
         )
 
@@ -514,12 +515,7 @@ def commit_matches(item: Item, commit: dict[str, Any] | str) -> bool:
 def excluded(item: Item, subject: str) -> str | None:
     """The first `exclude` term found in the subject as a whole word (any case), or None
     (within the subject's first textmatch.MAX_LINE_CHARS characters, so the work is bounded)."""
-    subject = subject[: textmatch.MAX_LINE_CHARS]
-    for term in item.exclude:
-        bare = term.removeprefix("(?i)")
-        if re.search(rf"(?<![\w])(?:{bare})(?![\w])", subject, re.IGNORECASE):
-            return term
-    return None
+    return relevance.word_found(item.exclude, subject)
 
 
 def commit_evidence(repo: str, commit: dict[str, Any]) -> dict[str, Any]:

@@ -84,8 +84,14 @@ def superseding(
             context.append(entry)
             continue
         base = ((pull.get("base") or {}).get("ref")) or None
-        if repo not in defaults:
-            defaults[repo] = client.get_json(f"/repos/{repo}")["default_branch"]
+        if repo not in defaults:  # the pull's JSON embeds its base repository: no read for it
+            embedded = ((pull.get("base") or {}).get("repo")) or {}
+            same = str(embedded.get("full_name") or "").lower() == repo.lower()
+            defaults[repo] = (
+                embedded["default_branch"]
+                if same and embedded.get("default_branch")
+                else client.get_json(f"/repos/{repo}")["default_branch"]
+            )
         if base is not None and base != defaults[repo]:
             entry["why"] = f"merged into {base}, not {defaults[repo]}"
             context.append(entry)

@@ -216,7 +216,9 @@ def page_context(
         **_page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checked, attempt),
         "page": page,
         "attempt": attempt,
-        "change_lines": prose.reader_changes(cfg, changes),
+        "change_lines": prose.reader_changes(
+            cfg, changes, {i: r.get("title") for i, r in items.items() if r.get("title")}
+        ),
         "not_checked": prose.unread_reason(items, attempt) if never_read else None,
         "attention": prose.attention_line(
             [*_all_views(blockers), *others], last_checked, never_read
@@ -644,6 +646,8 @@ def site_context(
         v["kind_word"] = KIND_WORDS.get(v["kind"], v["kind"])
         v["url"] = safe_href(v["url"]) if str(v["url"]).startswith("http") else "#"
         v["problem"] = v["error"] or ("not checked yet" if v["stale"] and not v["title"] else None)
+        if v["mislabel"]:  # every place the site prints the label says what GitHub calls it
+            v["label"] = f"{v['label']} (GitHub: “{v['mislabel']}”)"
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]

@@ -30,9 +30,12 @@ if TYPE_CHECKING:  # jinja2 is imported by the commands that render, not by `sta
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-ZWJ = "\u200d"
-# what GitHub turns into a ping or a cross-reference; a ZWJ goes after each match
-_REFERENCE = re.compile(r"@|#(?=\d)|\bGH-(?=\d)|://|\bwww(?=\.)", re.IGNORECASE)
+ZWJ = "\u200d"  # kept only to break `<!--` / `-->` inside a fenced block (code_block)
+# What GitHub turns into a ping, a cross-reference or a link: `@name`, `#123`, `owner/repo#45`,
+# `GH-123`, `https://…`, `www.…`. A whitespace-delimited token holding one is set as inline code,
+# where GitHub neither links nor pings (no character is inserted: "#19406" is found by a search,
+# a URL copies whole). No `<`, `>`, `|` or backtick inside it: those stay escaped text.
+_REFERENCE = re.compile(r"[^\s<>|`]*(?:@|#(?=\d)|\bGH-(?=\d)|://|\bwww\.)[^\s<>|`]*", re.IGNORECASE)
 
 
 def package_templates() -> Path:
@@ -43,18 +46,31 @@ def package_templates() -> Path:
     return Path(__file__).resolve().parents[2] / "templates"
 
 
+_OPENERS, _CLOSERS = "([{\"'“‘", ".,;:!?)]}\"'”’"
+
+
+def _escaped(s: str) -> str:
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
 def inert(text: str) -> str:
-    """No @mention, #123, owner/repo#45, GH-123 or bare link stays live: a zero-width joiner
-    breaks each, so GitHub neither pings anyone nor cross-links another thread."""
-    return _REFERENCE.sub(lambda m: m.group(0) + ZWJ, text)
+    """No @mention, #123, owner/repo#45, GH-123 or bare link stays live: each token holding one
+    becomes inline code (GitHub neither pings nor cross-links there), the rest escaped text."""
+    out, pos = [], 0
+    for m in _REFERENCE.finditer(text):
+        token = m.group(0)
+        core = token.lstrip(_OPENERS).rstrip(_CLOSERS) or token  # "(#12)," -> #12
+        start = m.start() + token.index(core)
+        out += [_escaped(text[pos:start]), code_span(core)]
+        pos = start + len(core)
+    return "".join(out) + _escaped(text[pos:])
 
 
 def md_escape(text: Any, limit: int = 300) -> str:
     """Inline Markdown: no HTML, no links, no mentions or references, no emphasis, one line,
     bounded length. `<` is escaped, so nothing can open an HTML comment or fake our markers."""
-    s = one_line(text, limit)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return inert(_MD_SPECIAL.sub(r"\\\1", s))
+    return inert(one_line(text, limit))
 
 
 def code_span(text: Any, limit: int = 300) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from watcher.config.model import Config, Hardware
 from watcher.config.signatures import all_signatures
 from watcher.core.clock import parse_iso
-from watcher.judge.views import project_name
+from watcher.judge.views import mislabel, project_name
 
 # A blocker whose items cannot be read now keeps its last status; the reader is told so, short.
 STALE_WORDS = "can't check right now"
@@ -222,8 +222,9 @@ def waiting_sentence(trigger: dict[str, Any] | None, gpu: str, backend: str) -> 
     return f"A test is due{since}, waiting for {gpu} to test on."
 
 
-def event_sentence(cfg: Config, e: dict[str, Any]) -> str:
-    """One line of 'What changed', named by titles and labels."""
+def event_sentence(cfg: Config, e: dict[str, Any], titles: dict[str, str] | None = None) -> str:
+    """One line of 'What changed', named by titles and labels; a label GitHub's title
+    disagrees with (`titles`: item id -> its stored title) says what GitHub calls it."""
     kind, subject, old, new = e.get("kind"), e.get("subject"), e.get("old"), e.get("new")
     if kind == "item":
         try:
@@ -235,6 +236,9 @@ def event_sentence(cfg: Config, e: dict[str, Any]) -> str:
             if item.number
             else f"{project_name(item.repo)} {KIND_NAMES.get(item.kind, item.kind)}"
         )
+        other = mislabel(item.label, (titles or {}).get(item.id)) if item.number else None
+        if other:
+            name += f" (GitHub: “{other}”)"
         new_w = STATE_WORDS.get(new or "", new or "unknown")
         if not old:
             return f"{name}: first read, {new_w}"
@@ -264,7 +268,9 @@ def event_sentence(cfg: Config, e: dict[str, Any]) -> str:
     return str(e.get("message") or "")
 
 
-def reader_changes(cfg: Config, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def reader_changes(
+    cfg: Config, changes: list[dict[str, Any]], titles: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """'What changed', for a reader: the first check said once, then only changes of status.
 
     First reads (an item, blocker or page seen for the first time) fold into one "first check"
@@ -294,7 +300,7 @@ def reader_changes(cfg: Config, changes: list[dict[str, Any]]) -> list[dict[str,
             continue
         if e.get("kind") == "item" and e.get("old") == e.get("new"):
             continue
-        out.append({"at": e.get("at"), "text": event_sentence(cfg, e)})
+        out.append({"at": e.get("at"), "text": event_sentence(cfg, e, titles)})
     return out
 
 

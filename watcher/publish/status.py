@@ -18,7 +18,14 @@ from watcher.judge.views import item_view
 from watcher.publish import prose
 
 # upstream text in status.json, and how much of each is kept (the page keeps as much or less)
-UPSTREAM_FIELDS = {"title": 300, "error": 500, "moved_to": 500, "in_release": 120, "state": 120}
+UPSTREAM_FIELDS = {
+    "title": 300,
+    "mislabel": 300,
+    "error": 500,
+    "moved_to": 500,
+    "in_release": 120,
+    "state": 120,
+}
 
 
 def status_document(

@@ -52,8 +52,10 @@ class FakeGitHub(GitHubState, Faults):
         latency: float = 0.0,
         tokens: dict[str, str] | None = None,
         per_page_default: int = 30,
+        port: int = 0,
     ):
         super().__init__()
+        self.port = port  # 0: any free port (tests); `python -m watcher.fakes.github --port`
         self.latency = latency
         self.tokens = dict(tokens) if tokens is not None else {"test-token": "watcher-bot"}
         self.per_page_default = per_page_default
@@ -74,7 +76,7 @@ class FakeGitHub(GitHubState, Faults):
 
     def _bind(self) -> Server:
         if self._server is None:
-            self._server = Server(("127.0.0.1", 0), Handler)
+            self._server = Server(("127.0.0.1", self.port), Handler)
             self._server.fake = self
         return self._server
 
@@ -84,7 +86,7 @@ class FakeGitHub(GitHubState, Faults):
         return f"http://127.0.0.1:{self._bind().server_address[1]}"
 
     def start(self) -> FakeGitHub:
-        """Bind 127.0.0.1:0 and serve from a daemon thread. Returns self."""
+        """Bind 127.0.0.1 (port 0: any free one) and serve from a daemon thread. Returns self."""
         if self._stopping.is_set():
             raise RuntimeError("this FakeGitHub was stopped; make a new one")
         server = self._bind()
