@@ -70,7 +70,7 @@ def _sticky(cfg) -> str:
     try:
         ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
         bodies = Bodies(cfg, ev, store.items(), [], store.statuses(), pins=store.pins())
-        return bodies.status(cfg.pages[0]).replace("\u200d", "")
+        return bodies.status(cfg.pages[0])
     finally:
         store.close()
 
