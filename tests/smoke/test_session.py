@@ -15,13 +15,14 @@ from watcher.judge.evaluate import evaluate
 from watcher.smoke.session import admit, launch_cost, sessions
 from watcher.smoke.trigger import run_triggers, runs_in_last_day
 
-SPEEDS = {"base": 300, "fast": 300, "slow": 60, "also-fast": 330}
+# Verdicts 2x and 5x away from the floor: a loaded host's noise cannot move them (issue 30)
+SPEEDS = {"base": 300, "fast": 300, "slow": 30, "also-fast": 330}
 
 
 def _recipe(rid, speed, baseline=None):
     """A candidate (with `baseline`) exercises blocker b1; the baseline is not due itself."""
     cmd = engine_command("--ready-delay", "0.2", "--tokens-per-s", str(speed), "--burst", "3")
-    compared = f'baseline = "{baseline}"\nmin_speed_vs_baseline = 0.8\n' if baseline else ""
+    compared = f'baseline = "{baseline}"\nmin_speed_vs_baseline = 0.5\n' if baseline else ""
     return f"""
 [[recipe]]
 id = "{rid}"
