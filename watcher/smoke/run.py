@@ -28,7 +28,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +44,7 @@ from watcher.smoke.classify import Classifier
 from watcher.smoke.compose import ComposeLauncher, compose_down
 from watcher.smoke.hardware import GpuReading, check_hardware, read_gpus
 from watcher.smoke.launch import (
+    GUARD,
     KILL_WAIT,
     RunProcesses,
     become_subreaper,
@@ -65,29 +65,13 @@ from watcher.store.smokerun import SmokeResult
 
 log = logging.getLogger("watcher.smoke")
 
+STARTED_BUSY_S = 1.0  # the note that the engine is up waits at most this long for the database
 OUTCOMES = ("passed", "failed", "timeout", "error", "skipped", "started", "interrupted")
 
 
 def new_run_id(recipe_id: str) -> str:
     """Sortable and unique: <recipe>-<UTC time>-<4 hex>."""
     return f"{recipe_id}-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
-
-
-@contextlib.contextmanager
-def _term_raises():
-    """While a run is live, SIGTERM to watcher raises SystemExit so teardown still happens."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> SmokeResult:
@@ -242,7 +226,7 @@ def _run_once(
         if recipe.compose
         else ArgvLauncher(cfg, recipe, run_id, log_path)
     )
-    with _term_raises():
+    with GUARD.installed():  # before anything launches: no instant without a teardown
         if launcher.prepare(res):
             mark_started(cfg, res, recover=True)
             seen = launcher.run(res, lambda: mark_started(cfg, res))
@@ -282,11 +266,10 @@ class ArgvLauncher:
             self.log_path,
             self.argv,
         )
-        container, port = self.container, self.port
+        container = self.container
         assert result.launch is not None
-        base = f"http://127.0.0.1:{port}"
         seen = Launched()
-        subreaper = become_subreaper()
+        become_subreaper()
         known = children_of_self()
         with open(log_path, "ab") as logf:
             logf.write(
@@ -298,6 +281,7 @@ class ArgvLauncher:
             # built before launch: compiling the families (hyperscan, ~0.3 s) must not widen the
             # window in which the engine runs and a SIGTERM finds no teardown in place
             classifier = Classifier(all_signatures(cfg.signatures))
+            GUARD.defer()  # a signal from here to `armed()` waits for the teardown to be in place
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -311,17 +295,36 @@ class ArgvLauncher:
             except OSError as e:
                 result.outcome = "error"
                 result.reason = f"cannot start {argv[0]!r}: {e.strerror or e}"
+                GUARD.armed()
                 return None
         result.launch["pid"] = proc.pid
-        started()
         procs = RunProcesses(proc.pid, run_id, known)
-        pump = LogPump(proc.stdout, log_path, classifier)
-        pump.start()
+        pump = None
+        try:
+            GUARD.armed()
+            started()  # after `armed`: a slow store never holds a signal back
+            pump = LogPump(proc.stdout, log_path, classifier)
+            pump.start()
+            self._watch(result, proc, procs, pump, seen)
+        finally:
+            with GUARD.tearing_down():
+                seen.td = teardown(proc, recipe.stop_timeout, container, procs)
+                result.teardown = seen.td.as_dict()
+                result.set_exit_code(proc.returncode)
+                if pump is not None and pump.is_alive():
+                    pump.join(timeout=5)
+        return seen
+
+    def _watch(self, result, proc, procs, pump, seen: Launched) -> None:
+        """Wait for the engine and probe it (the teardown is the caller's)."""
+        recipe, run_id, container, port = self.recipe, self.run_id, self.container, self.port
+        base = f"http://127.0.0.1:{port}"
+        subreaper = become_subreaper()
         log.info(
             "smoke %s: launched pid %s, log %s%s",
             run_id,
             proc.pid,
-            log_path,
+            self.log_path,
             "" if subreaper else " (not a subreaper: a double-forked child could escape teardown)",
         )
         shown = Progress(f"smoke {recipe.id}", deadline_s=recipe.startup_timeout)
@@ -350,12 +353,6 @@ class ArgvLauncher:
             log.exception("smoke %s: runner failed", run_id)
             result.outcome, result.reason = "error", f"runner error: {type(e).__name__}: {e}"
             seen.wait = None
-        finally:
-            seen.td = teardown(proc, recipe.stop_timeout, container, procs)
-            result.teardown = seen.td.as_dict()
-            result.set_exit_code(proc.returncode)
-            pump.join(timeout=5)
-        return seen
 
     def finish(self, result: SmokeResult, launched: Launched) -> None:
         pass
@@ -422,7 +419,8 @@ def mark_started(cfg: Config, result: SmokeResult, recover: bool = False) -> Non
     row.update(outcome="started", reason="running", watcher=_watcher_identity())
     row["hardware"]["matches_target"] = False  # a run that did not finish validates nothing
     try:
-        store = Store(cfg.db_path)
+        # once the engine runs, never wait 30 s for another writer's lock
+        store = Store(cfg.db_path, busy_s=30.0 if recover else STARTED_BUSY_S)
         try:
             if recover:
                 recover_interrupted(cfg, store)

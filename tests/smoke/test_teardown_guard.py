@@ -1,0 +1,133 @@
+"""No engine outlives its run: a signal during the launch waits for the teardown to be in place
+(issue 32 H1), and a second signal during the teardown hastens it, never abandons it (M3)."""
+
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+
+import pytest
+from kits.smokekit import alive, engine_command, write_config
+
+from watcher.config.load import load_config
+from watcher.smoke import run as smoke
+from watcher.smoke.hardware import Gpu, GpuReading
+from watcher.smoke.launch import GUARD
+from watcher.store.db import Store
+
+ON_TARGET = GpuReading((Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6"),), "nvml")
+
+
+def pids_from(path):
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def _launch_then(monkeypatch, after):
+    """Wrap Popen: once the engine (its own session) exists, call `after(proc)` before Popen
+    returns, the instant a signal used to find no teardown in place."""
+    real = subprocess.Popen
+    engines = []
+
+    def popen(*a, **kw):
+        proc = real(*a, **kw)
+        if kw.get("start_new_session") and not engines:
+            engines.append(proc)
+            after(proc)
+        return proc
+
+    monkeypatch.setattr(smoke.subprocess, "Popen", popen)
+    return engines
+
+
+def _until(cond, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_as_the_engine_starts_still_tears_it_down(tmp_path, monkeypatch, sig):
+    pid_file = tmp_path / "pids"
+    cfg = load_config(
+        write_config(
+            tmp_path,
+            engine_command("--mode", "hang", "--children", "1", "--pid-file", str(pid_file)),
+            startup_timeout=60,
+            stop_timeout=1,
+        )
+    )
+
+    def signal_now(proc):
+        _until(lambda: len(pids_from(pid_file)) == 2)  # the engine and its child run
+        signal.raise_signal(sig)  # the handler runs before Popen returns
+
+    engines = _launch_then(monkeypatch, signal_now)
+    with pytest.raises((SystemExit, KeyboardInterrupt)):
+        smoke.run_result(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert engines and [p for p in pids_from(pid_file) if alive(p)] == []
+
+
+def test_a_locked_store_does_not_hold_a_signal_back_after_launch(tmp_path, monkeypatch):
+    """The second note that the run started waits at most a second for another writer, and a
+    signal meanwhile still tears the engine down (it used to wait 30 s outside the `try`)."""
+    pid_file = tmp_path / "pids"
+    cfg = load_config(
+        write_config(
+            tmp_path,
+            engine_command("--mode", "hang", "--pid-file", str(pid_file)),
+            startup_timeout=60,
+            stop_timeout=1,
+        )
+    )
+    Store(cfg.db_path).close()
+    holder = sqlite3.connect(str(cfg.db_path), isolation_level=None)
+
+    def lock_and_signal(proc):
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the database
+        threading.Timer(0.3, signal.raise_signal, (signal.SIGTERM,)).start()
+
+    engines = _launch_then(monkeypatch, lock_and_signal)
+    started = time.monotonic()
+    try:
+        with pytest.raises(SystemExit):
+            smoke.run_result(cfg, cfg.recipes[0], reading=ON_TARGET)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert time.monotonic() - started < 15
+    assert engines and not alive(engines[0].pid)
+
+
+@pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_hastens_the_teardown(tmp_path, monkeypatch, first):
+    """An Actions cancel: SIGINT, then SIGTERM during the teardown. An engine and children that
+    ignore SIGTERM are SIGKILLed at once, not after `stop_timeout`, and none survives."""
+    pid_file = tmp_path / "pids"
+    cfg = load_config(
+        write_config(
+            tmp_path,
+            engine_command("--mode", "ignore-term", "--children", "2", "--pid-file", str(pid_file)),
+            startup_timeout=30,
+            stop_timeout=60,
+        )
+    )
+    real = smoke.teardown
+
+    def teardown(*a, **kw):
+        def twice():
+            signal.raise_signal(first)
+            _until(lambda: GUARD.pending is not None)  # the first one was seen
+            signal.raise_signal(signal.SIGTERM)
+
+        threading.Thread(target=twice, daemon=True).start()
+        return real(*a, **kw)
+
+    monkeypatch.setattr(smoke, "teardown", teardown)
+    started = time.monotonic()
+    with pytest.raises((SystemExit, KeyboardInterrupt)):
+        smoke.run_result(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert time.monotonic() - started < 40  # not the 60 s grace
+    pids = pids_from(pid_file)
+    assert len(pids) == 3 and [p for p in pids if alive(p)] == []
