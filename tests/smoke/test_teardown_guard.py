@@ -1,6 +1,7 @@
 """No engine outlives its run: a signal during the launch waits for the teardown to be in place
 (issue 32 H1), and a second signal during the teardown hastens it, never abandons it (M3)."""
 
+import dataclasses
 import signal
 import sqlite3
 import subprocess
@@ -131,3 +132,25 @@ def test_a_second_signal_hastens_the_teardown(tmp_path, monkeypatch, first):
     assert time.monotonic() - started < 40  # not the 60 s grace
     pids = pids_from(pid_file)
     assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+
+
+# ---------------------------------------------------------------- the probes' deadline (H2)
+
+
+@pytest.mark.parametrize(("endless", "checks"), [("all", ""), ("tools", "stream_tool_call = true")])
+def test_a_stream_that_never_ends_is_a_timeout_by_probe_timeout(tmp_path, endless, checks):
+    """Ready, then a streamed answer with no [DONE]: the run ends by `probe_timeout` as
+    `timeout`/`hang`, torn down, instead of probing forever."""
+    pid_file = tmp_path / "pids"
+    command = engine_command("--endless-stream", endless, "--tools", "call")
+    cfg_path = write_config(
+        tmp_path, [*command, "--pid-file", str(pid_file)], startup_timeout=30, checks=checks
+    )
+    cfg = load_config(cfg_path)
+    recipe = dataclasses.replace(cfg.recipes[0], probe_timeout=3.0)
+    started = time.monotonic()
+    res = smoke.run_result(cfg, recipe, reading=ON_TARGET)
+    assert time.monotonic() - started < 30
+    assert res.outcome == "timeout" and res.signature == "hang", res.reason
+    assert "did not finish within probe_timeout (3 s)" in res.reason
+    assert [p for p in pids_from(pid_file) if alive(p)] == []

@@ -100,6 +100,7 @@ def read_recipe(r: TableReader) -> Recipe:
         ready_path=r.get("ready_path", str, DEFAULT_READY_PATH[engine]),
         startup_timeout=r.duration("startup_timeout", 900.0),
         stop_timeout=r.duration("stop_timeout", 30.0),
+        probe_timeout=r.duration("probe_timeout", 600.0),
         spec_decode=r.get("spec_decode", bool, False),
         hardware=hw,
         checks=ch,

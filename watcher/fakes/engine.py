@@ -8,7 +8,8 @@ Modes: `ready` (binds the port after --ready-delay, then serves /health_generate
 loading line and never binds); `ignore-term` (ready, but it and its children ignore SIGTERM).
 --tools call answers a request with `tools` with a tool call (streamed or not; `ignore`, the
 default, answers in text like an engine without a tool parser); a long answer (max_tokens over
-200) counts on in number words, or with --degenerate falls into a loop of one phrase.
+200) counts on in number words, or with --degenerate falls into a loop of one phrase;
+--endless-stream all|tools never ends a streamed answer (no [DONE]).
 --children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). --tokens-per-s,
 --burst (tokens per chunk) and --ttft set its speed; --generation-fails answers /health but not a
 generation (vLLM's head-size trap). Unknown arguments (the real engine's flags) are accepted and
@@ -77,6 +78,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pid-file", help="append this process's and its children's pids here")
     p.add_argument("--tools", choices=("ignore", "call"), default="ignore")
     p.add_argument("--degenerate", action="store_true", help="long answers loop one phrase")
+    p.add_argument(
+        "--endless-stream",
+        choices=("all", "tools"),
+        help="a streamed completion (all, or those with tools) never ends: after its tokens, an "
+        "empty chunk every 0.1 s and never [DONE]",
+    )
     p.add_argument(
         "--peek-parent-env",
         metavar="PATH",
@@ -321,6 +328,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": {"completion_tokens": n},
                 }
             )
+        endless = a.endless_stream == "all" or (a.endless_stream and req.get("tools"))
+        while endless:  # ends when the client hangs up (BrokenPipeError)
+            time.sleep(0.1)
+            send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}}]})
         send(b"[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -258,6 +258,7 @@ class ComposeLauncher:
             if wait.state == "ready":
                 probed = probe_ready(base, recipe, wait, result)
                 seen.failures, seen.notes = probed.failures, probed.notes
+                seen.overran = probed.overran
                 if logs_proc.poll() is not None and not seen.failures:
                     seen.failures.append("the service's container stopped during the probes")
         except _Stop:

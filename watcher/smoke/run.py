@@ -345,6 +345,7 @@ class ArgvLauncher:
                 log.info("smoke %s: ready after %.1f s; probing", run_id, wait.startup_s)
                 probed = probe_ready(base, recipe, wait, result)
                 seen.failures, seen.notes = probed.failures, probed.notes
+                seen.overran = probed.overran
                 if proc.poll() is not None and not seen.failures:
                     seen.failures.append(
                         f"the engine exited (code {proc.returncode}) during the probes"
