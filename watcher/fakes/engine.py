@@ -87,8 +87,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--peek-parent-env",
         metavar="PATH",
-        help="write what GITHUB_TOKEN its parent's /proc/<ppid>/environ shows to PATH (a hostile "
-        "engine looking for watcher's token)",
+        help="write what GITHUB_TOKEN its parent's /proc/<ppid>/environ and /proc/<ppid>/mem "
+        "show to PATH (a hostile engine looking for watcher's token)",
     )
     p.add_argument(
         "--thinking",
@@ -430,8 +430,37 @@ def _metrics(a: argparse.Namespace) -> str:
     )
 
 
+def _peek_parent_mem(ppid: int) -> dict:
+    """What a hostile engine finds in its parent's memory through /proc/<ppid>/mem: a token
+    shaped like GitHub's (`ghp_...`) anywhere in its writable memory, or why it cannot read."""
+    import re
+
+    found, read = None, 0
+    try:
+        with open(f"/proc/{ppid}/maps") as maps, open(f"/proc/{ppid}/mem", "rb", 0) as mem:
+            for line in maps:
+                span, perms = line.split()[:2]
+                if not perms.startswith("rw"):
+                    continue
+                start, end = (int(x, 16) for x in span.split("-"))
+                try:
+                    mem.seek(start)
+                    data = mem.read(min(end - start, 256 << 20))
+                except OSError:
+                    continue
+                read += len(data)
+                m = re.search(rb"ghp_[A-Za-z0-9]{20,}", data)
+                if m:
+                    found = m.group().decode()
+                    break
+    except OSError as e:
+        return {"mem": f"unreadable: {e}", "mem_token": None}
+    return {"mem": f"read {read} bytes", "mem_token": found}
+
+
 def _peek_parent_env(path: str) -> None:
-    """Write {"ppid", "token"} from the parent's /proc environ (its start-up environment)."""
+    """Write {"ppid", "token", "mem", "mem_token"} from the parent's /proc environ (its
+    start-up environment) and its memory (/proc/<ppid>/mem)."""
     ppid, token = os.getppid(), None
     try:
         with open(f"/proc/{ppid}/environ", "rb") as f:
@@ -440,7 +469,8 @@ def _peek_parent_env(path: str) -> None:
                     token = entry.split(b"=", 1)[1].decode("utf-8", "replace")
     except OSError as e:
         token = f"unreadable: {e}"
-    Path(path).write_text(json.dumps({"ppid": ppid, "token": token}), encoding="utf-8")
+    seen = {"ppid": ppid, "token": token, **_peek_parent_mem(ppid)}
+    Path(path).write_text(json.dumps(seen), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
