@@ -23,6 +23,12 @@ from watcher.core.errors import ConfigError
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+# a run's timed generations, and a comparison's launches: bounded, so one trigger cannot hold
+# the GPU for days (the daily budget counts a trigger once, before its rounds)
+MAX_REPEATS = 50
+MAX_COMPARE_ROUNDS = 10
+
+
 def read_recipe(r: TableReader) -> Recipe:
     recipe_id = r.ident()
     engine = r.choice("engine", ENGINES, required=True)
@@ -68,8 +74,8 @@ def read_recipe(r: TableReader) -> Recipe:
             cr.fail("long_output_tokens", "must be between 50 and 32768")
         if ch.decode_tokens < 8:
             cr.fail("decode_tokens", f"must be at least 8 to time decode, got {ch.decode_tokens}")
-        if ch.repeats < 1:
-            cr.fail("repeats", f"must be at least 1, got {ch.repeats}")
+        if not 1 <= ch.repeats <= MAX_REPEATS:
+            cr.fail("repeats", f"must be between 1 and {MAX_REPEATS}, got {ch.repeats}")
         cr.done()
     env_r = r.sub("env")
     env: tuple[tuple[str, str], ...] = ()
@@ -124,8 +130,12 @@ def read_recipe(r: TableReader) -> Recipe:
             r.fail(key, f"must be a positive ratio, got {value}")
         if value is not None and not rec.baseline:
             r.fail(key, "needs a 'baseline' recipe to compare with")
-    if rec.compare_rounds < 1:
-        r.fail("compare_rounds", f"must be at least 1, got {rec.compare_rounds}")
+    if not 1 <= rec.compare_rounds <= MAX_COMPARE_ROUNDS:
+        r.fail(
+            "compare_rounds",
+            f"must be between 1 and {MAX_COMPARE_ROUNDS}, got {rec.compare_rounds}"
+            " (each round launches the recipe and its baseline once)",
+        )
     r.done()
     return rec
 
