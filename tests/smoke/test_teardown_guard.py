@@ -2,14 +2,16 @@
 (issue 32 H1), and a second signal during the teardown hastens it, never abandons it (M3)."""
 
 import dataclasses
+import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
-from kits.smokekit import alive, engine_command, write_config
+from kits.smokekit import REPO, alive, engine_command, write_config
 
 from watcher.config.load import load_config
 from watcher.smoke import run as smoke
@@ -154,3 +156,73 @@ def test_a_stream_that_never_ends_is_a_timeout_by_probe_timeout(tmp_path, endles
     assert res.outcome == "timeout" and res.signature == "hang", res.reason
     assert "did not finish within probe_timeout (3 s)" in res.reason
     assert [p for p in pids_from(pid_file) if alive(p)] == []
+
+
+# ---------------------------------------------------------------- recovery (L1)
+
+# The engine (it carries the run's marker) starts a helper that drops the marker and ignores
+# SIGTERM, then hangs; the engine itself dies on SIGTERM, and its helper is re-parented away.
+MARKERLESS_HELPER = """
+import os, signal, subprocess, sys, time
+env = {k: v for k, v in os.environ.items() if k != "WATCHER_SMOKE_RUN"}
+helper = subprocess.Popen(
+    [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+     "open(__import__('sys').argv[1], 'a').write('ready\\\\n')\\nwhile True: time.sleep(1)",
+     sys.argv[1] + ".ok"], env=env)
+open(sys.argv[1], "a").write(f"{os.getpid()}\\n{helper.pid}\\n")
+while not os.path.exists(sys.argv[1] + ".ok"):
+    time.sleep(0.02)
+while True:
+    time.sleep(1)
+"""
+
+RECOVER = """
+import sys
+from watcher.config.load import load_config
+from watcher.smoke.run import recover_interrupted
+from watcher.store.db import Store
+cfg = load_config(sys.argv[1])
+store = Store(cfg.db_path)
+print(recover_interrupted(cfg, store)[0]["reason"])
+"""
+
+
+def test_recovery_kills_what_it_found_even_once_it_left_the_run(tmp_path):
+    """Issue 32 L1: the recovery pass signals every process it found at first (their start
+    times checked, so a reused pid is spared), not only what it finds again after SIGTERM."""
+    pid_file = tmp_path / "pids"
+    cfg_path = write_config(
+        tmp_path,
+        [sys.executable, "-c", MARKERLESS_HELPER, str(pid_file)],
+        startup_timeout=120,
+        stop_timeout=1,
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH="/usr/bin:/bin")
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "watcher", "smoke", "fake-tp1", "--config", str(cfg_path)]
+        + ["--any-hardware", "--run-id", "r-killed"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    pids = []
+    try:
+        _until(lambda: len(pids_from(pid_file)) == 2 and (tmp_path / "pids.ok").exists())
+        pids = pids_from(pid_file)
+        watcher.kill()  # no teardown: the next start must clean up
+        watcher.wait()
+        assert all(alive(p) for p in pids)
+        out = subprocess.run(
+            [sys.executable, "-c", RECOVER, str(cfg_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        assert "stopped 2 process(es)" in out.stdout and "still running" not in out.stdout
+        assert [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -440,6 +440,48 @@ def _owner_alive(who: dict[str, Any]) -> bool:
     return bool(pid) and _start_time(int(pid)) == who.get("start")
 
 
+def _still_there(found: dict[int, str | None], procs: RunProcesses) -> dict[int, str | None]:
+    """What was found and still runs (the same process: its start time unchanged), with what
+    the run's markers and descendants show now."""
+    now = {pid: _start_time(pid) for pid, _ in procs.pids()}
+    same = {pid: t for pid, t in found.items() if t is not None and _start_time(pid) == t}
+    return {pid: t for pid, t in {**same, **now}.items() if _running(pid)}
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return False
+    return data[data.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+def _stop_found(procs: RunProcesses) -> dict[int, str | None]:
+    """SIGTERM, then SIGKILL, every process of a dead watcher's run: what the first look found
+    (a helper that dropped the marker and was re-parented after its parent died is no longer
+    found by a second look) and whatever the run's marker shows since. Returns what was found."""
+    found = {pid: _start_time(pid) for pid, _ in procs.pids()}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _still_there(found, procs):
+            found.setdefault(pid, _start_time(pid))
+            try:
+                pgid = os.getpgid(pid)
+            except ProcessLookupError:
+                continue
+            if pgid > 0 and pgid != os.getpgrp():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, sig)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (KILL_WAIT if sig == signal.SIGKILL else 2.0)
+        while _still_there(found, procs) and time.monotonic() < deadline:
+            procs.reap(-1)
+            time.sleep(0.05)
+    procs.reap(-1)
+    return found
+
+
 def recover_interrupted(cfg: Config, store: Store) -> list[dict[str, Any]]:
     """Runs left `started` by a watcher that died: tear down what they left, mark `interrupted`.
 
@@ -451,20 +493,8 @@ def recover_interrupted(cfg: Config, store: Store) -> list[dict[str, Any]]:
         if run.get("outcome") != "started" or _owner_alive(run.get("watcher") or {}):
             continue
         procs = RunProcesses(-1, run["run_id"], known_children=children_of_self())
-        found = procs.pids()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid, pgid in procs.pids():
-                if pgid != os.getpgrp():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pgid, sig)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
-            deadline = time.monotonic() + (KILL_WAIT if sig == signal.SIGKILL else 2.0)
-            while procs.pids() and time.monotonic() < deadline:
-                procs.reap(-1)
-                time.sleep(0.05)
-        procs.reap(-1)
-        left = [f"pid {pid}" for pid, _ in procs.pids()]
+        found = _stop_found(procs)
+        left = [f"pid {pid}" for pid in _still_there(found, procs)]
         container = (run.get("launch") or {}).get("container")
         cleaned = [f"stopped {len(found)} process(es)"] if found else []
         if container:
