@@ -188,6 +188,11 @@ def test_paths_are_relative_to_the_config(tmp_path):
             "compare_rounds = 100000\n",
             "key 'compare_rounds': must be between 1 and 10, got 100000",
         ),
+        (  # issue 32 L6: what `init --github` refuses for the workflow, validate refuses
+            '[watcher]\ndata_dir = "my data"\n',
+            "[watcher] key 'data_dir': 'my data' cannot go into the workflows",
+        ),
+        ('[watcher]\ndata_dir = "d$(id)"\n', "[watcher] key 'data_dir': 'd$(id)' cannot go"),
         ("[pages]\n", "top-level table 'pages' is not known (did you mean 'page'?)"),
         ("[watcher\n", "not valid TOML"),
         ('item = "x"\n', "[[item]] must be an array of tables"),
