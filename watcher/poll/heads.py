@@ -12,10 +12,7 @@ recursive tree of a busy branch (every push). So:
   past 250 commits, the tip is read again in full);
 - when no changed file is, or is under, a watched path, the head is *quiet*: the tree and the
   watched files are not asked for, and the items at that ref are answered from the cache
-  (`GitHubClient.from_cache`), so a moved head costs that one read and nothing more; once the
-  quiet range holds MOVE_BASE_AFTER commits the base moves to that head (the old range's cached
-  answer is dropped), so a busy branch's compare stays short instead of growing to GitHub's
-  250-commit cap, re-read and stored whole every cycle;
+  (`GitHubClient.from_cache`), so a moved head costs that one read and nothing more;
 - otherwise the tip is read in full (head commit, tree), the base moves to it, and the compare
   at the new base is asked once at once, so the next quiet cycle is a 304 and not a 200.
 
@@ -37,9 +34,6 @@ if TYPE_CHECKING:
     from watcher.github.client import GitHubClient
 
 MAX_FILES = 300  # GitHub's compare lists at most 300 changed files
-# A quiet range (no watched path changed) this long moves the base to its head: the compare
-# stays short on a busy branch; shorter ones keep the base, so a stop in pushes is a 304 at once.
-MOVE_BASE_AFTER = 20
 MAX_COMMITS = 250  # and at most 250 commits on its first page
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -197,28 +191,21 @@ class Heads:
                 if spec is None:
                     ref = self.resolve(repo, spec, reread=True)
             if found is not None:
-                head, tree, total = found
+                head, tree = found
                 memo = dict(memo, head=head)
-                if head != memo["base"] and total >= MOVE_BASE_AFTER:
-                    # nothing watched changed up to `head`: it becomes the base, so the next
-                    # compare lists only what comes after it (not the whole range since the
-                    # old base, again), and the old range's cached answer is dropped
-                    self.client.forget(self.client.url(compare_path(repo, memo["base"], ref)))
-                    memo["base"] = head
                 self.client.memo_put(key, memo)
                 return HeadRead(self._tip(repo, ref, head, tree), True, set(memo.get("ok", [])))
         return self._full(repo, ref, key, memo)
 
     def _compare(
         self, repo: str, memo: dict[str, Any], ref: str, watched: tuple[str, ...] | None
-    ) -> tuple[str, dict[str, Any], int] | None:
-        """(head, cached tree, commits since the base) when nothing watched changed since the
-        base, else None."""
+    ) -> tuple[str, dict[str, Any]] | None:
+        """(head, cached tree) when nothing watched changed since the base, else None."""
         data = self.client.get_json(compare_path(repo, memo["base"], ref))
         status = data.get("status")
         if status == "identical":
             tree = self._cached_tree(repo, ref)
-            return None if tree is None else (memo["base"], tree, 0)
+            return None if tree is None else (memo["base"], tree)
         if status != "ahead":
             return None  # behind or diverged: the branch was rewritten
         commits = data.get("commits") or []
@@ -233,7 +220,7 @@ class Heads:
         tree = self._cached_tree(repo, ref)
         if tree is None:
             return None
-        return commits[-1]["sha"], tree, total
+        return commits[-1]["sha"], tree
 
     def _cached_tree(self, repo: str, ref: str) -> dict[str, Any] | None:
         """The tree read at the base, from the cache only (None when it was never kept)."""
