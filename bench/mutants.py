@@ -1,5 +1,7 @@
 """Mutation testing by hand: realistic one-line faults, one at a time, against the tests that touch
-each module. A fault the tests do not notice (a survivor) is a test that cannot fail.
+each module. A fault the tests do not notice (a survivor) is a test that cannot fail. A fault
+whose text is no longer in the checkout is listed and makes the bench exit 1: "35/35" must mean
+all 35 ran.
 
     python bench/mutants.py --root /path/to/a/checkout [--only SUBSTRING] [--timeout 300]
 
@@ -350,6 +352,70 @@ MUTANTS = [
         "offset = 0",
         ("tests/onboard/test_scaffold.py", "tests/onboard/test_scaffold_injection.py"),
     ),
+    # ---- issue 32: a GPU never left held, every dispatched job settled
+    Mutant(
+        "launch: a second signal does not hasten the teardown",
+        "watcher/smoke/launch.py",
+        "if time.monotonic() >= deadline or GUARD.hurry:",
+        "if time.monotonic() >= deadline:",
+        ("tests/smoke/test_teardown_guard.py",),
+    ),
+    Mutant(
+        "run: a signal during the launch is not held back",
+        "watcher/smoke/run.py",
+        "            GUARD.defer()  #",
+        "            pass  #",
+        ("tests/smoke/test_teardown_guard.py",),
+    ),
+    Mutant(
+        "probes: a stream past the deadline reads on",
+        "watcher/smoke/probes.py",
+        "if deadline is not None and time.monotonic() > deadline:",
+        "if False:",
+        ("tests/smoke/test_teardown_guard.py",),
+    ),
+    Mutant(
+        "run: recovery kills only what it finds again",
+        "watcher/smoke/run.py",
+        "same = {pid: t for pid, t in found.items() if t is not None and _start_time(pid) == t}",
+        "same = {}",
+        ("tests/smoke/test_teardown_guard.py",),
+    ),
+    Mutant(
+        "dispatch: a run with no event is accepted",
+        "watcher/smoke/dispatch.py",
+        'if event != "workflow_dispatch":',
+        'if event is not None and event != "workflow_dispatch":',
+        ("tests/smoke/test_settle.py", "tests/smoke/test_trigger.py"),
+    ),
+    Mutant(
+        "dispatch: an unreadable artifact is asked for again",
+        "watcher/smoke/dispatch.py",
+        'raise Unreadable(f"artifact {name} is unreadable: {e}") from None',
+        'raise GitHubError(f"artifact {name} is unreadable: {e}") from None',
+        ("tests/smoke/test_settle.py", "tests/smoke/test_trigger.py"),
+    ),
+    Mutant(
+        "trigger: a skipped Actions run uses up the trigger",
+        "watcher/smoke/trigger.py",
+        'if doc.get("outcome") == "skipped":  # the runner found no target GPU',
+        "if False:  # the runner found no target GPU",
+        ("tests/smoke/test_settle.py", "tests/smoke/test_trigger.py"),
+    ),
+    Mutant(
+        "token: watcher stays dumpable",
+        "watcher/core/token.py",
+        "    not_dumpable()\n",
+        "",
+        ("tests/core/test_token_env.py",),
+    ),
+    Mutant(
+        "redact: a shell reference is taken for a secret",
+        "watcher/core/redact.py",
+        "(?!\\$)",
+        "",
+        ("tests/core/test_redact.py", "tests/publish/test_render.py"),
+    ),
 ]
 
 
@@ -389,12 +455,13 @@ def main() -> int:
         if not ok:
             return 2
     caught = applicable = 0
-    survivors = []
+    survivors, stale = [], []
     for m in chosen:
         path = root / m.path
         original = path.read_text(encoding="utf-8")
         if original.count(m.old) != 1:
             print(f"n/a       {m.name} (the faulted text is not in this checkout once)", flush=True)
+            stale.append(m.name)
             continue
         tests = [t for t in m.tests if (root / t).exists()]
         path.write_text(original.replace(m.old, m.new, 1), encoding="utf-8")
@@ -411,7 +478,9 @@ def main() -> int:
     print(f"\ncaught {caught} of {applicable} faults ({len(chosen)} defined)")
     for name in survivors:
         print(f"  survived: {name}")
-    return 0
+    for name in stale:  # a count over fewer faults than defined must not read as complete
+        print(f"  NOT APPLICABLE (rewrite it for this code): {name}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

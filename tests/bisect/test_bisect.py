@@ -463,6 +463,62 @@ def test_github_actions_backend_dispatches_one_run_per_step_collected_by_later_c
     assert all(run["bisect"]["id"] == state["id"] for run in runs)
 
 
+def test_a_cancelled_actions_step_is_settled(tmp_path, fake_github, monkeypatch):
+    """Issue 32 H3: a step whose job was cancelled (an empty result.json) is settled as an
+    `error` run at once, never left pending."""
+    from watcher.fakes.github.routes.actions import JobEnded
+
+    setup(monkeypatch, tmp_path)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    dispatched = []
+
+    def on_dispatch(inputs):
+        dispatched.append(inputs)
+        if len(dispatched) == 1:
+            raise JobEnded("cancelled", {"result.json": ""})
+        version = inputs["build"].rsplit(":v", 1)[1]
+        doc = {
+            "run_id": inputs["run_id"],
+            "recipe": inputs["recipe"],
+            "outcome": "passed",
+            "reason": "passed",
+            "hardware": {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}], "matches_target": True},
+            "engine_version": version,
+            "metrics": {"decode_tokens_per_s": None},
+            "started_at": "2026-12-01T00:00:00Z",
+            "finished_at": "2026-12-01T00:01:00Z",
+        }
+        c = load_config(cfg)
+        doc["recipe_digest"] = recipe_digest(recipe_for(c.recipe("fake"), inputs["build"]))
+        return {"result.json": json.dumps(doc)}
+
+    fake_github.add_workflow(
+        "org/guide",
+        "smoke.yml",
+        on_dispatch=on_dispatch,
+        run_name="smoke {recipe} {run_id}",
+        artifact_name="smoke-result",
+    )
+    cfg = write_config(tmp_path, fake_github, tags, [])
+    smoke = '[smoke]\nbackend = "github-actions"\nrepo = "org/guide"\npoll_interval = 0\n'
+    cfg.write_text(cfg.read_text().replace("[smoke]\n", smoke))
+    run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--config", str(cfg))
+    for _ in range(10):
+        assert run_cli("check-now", "--config", str(cfg)).exit_code == 0
+        store = Store(load_config(cfg).db_path)
+        try:
+            (state,) = store.bisects()
+        finally:
+            store.close()
+        if state["status"] not in ("running", "paused"):
+            break
+    # the good endpoint's job was cancelled: the bisect says so instead of waiting for good
+    assert state["status"] == "failed" and "concluded cancelled" in state["message"]
+    (run,) = smoke_runs(cfg)
+    assert run["outcome"] == "error" and run["run_id"] == dispatched[0]["run_id"]
+
+
 def test_sigterm_midway_keeps_the_state_and_the_printed_command_resumes(
     tmp_path, fake_github, monkeypatch
 ):

@@ -177,6 +177,22 @@ def test_paths_are_relative_to_the_config(tmp_path):
             '[[blocker]]\nid = "b"\ntitle = "B"\n[blocker.override]\nstatus = "fixed"\nreason = "r"\n',
             "[blocker[0].override] key 'status': must be one of blocked, fix-merged, verified, reproduces",
         ),
+        (  # issue 32 L3: one trigger could hold the GPU for days
+            '[[recipe]]\nid = "r"\nengine = "sglang"\ncommand = ["x"]\n[recipe.checks]\n'
+            "repeats = 1000000000\n",
+            "[recipe[0].checks] key 'repeats': must be between 1 and 50, got 1000000000",
+        ),
+        (
+            '[[recipe]]\nid = "b"\nengine = "sglang"\ncommand = ["x"]\n'
+            '[[recipe]]\nid = "r"\nengine = "sglang"\ncommand = ["x"]\nbaseline = "b"\n'
+            "compare_rounds = 100000\n",
+            "key 'compare_rounds': must be between 1 and 10, got 100000",
+        ),
+        (  # issue 32 L6: what `init --github` refuses for the workflow, validate refuses
+            '[watcher]\ndata_dir = "my data"\n',
+            "[watcher] key 'data_dir': 'my data' cannot go into the workflows",
+        ),
+        ('[watcher]\ndata_dir = "d$(id)"\n', "[watcher] key 'data_dir': 'd$(id)' cannot go"),
         ("[pages]\n", "top-level table 'pages' is not known (did you mean 'page'?)"),
         ("[watcher\n", "not valid TOML"),
         ('item = "x"\n', "[[item]] must be an array of tables"),

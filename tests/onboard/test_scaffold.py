@@ -96,6 +96,13 @@ def test_init_github_scaffolds_an_empty_repository_and_lints_clean(tmp_path):
         "gpu",
         "rtx3090",
     ]
+    # issue 32 L4: the job token is not left in .git/config for the engine to read
+    (checkout,) = [
+        s
+        for s in load(repo / ".github/workflows/smoke.yml")["jobs"]["smoke"]["steps"]
+        if s.get("uses", "").startswith("actions/checkout@")
+    ]
+    assert checkout["with"]["persist-credentials"] is False
 
 
 def test_init_github_never_overwrites(tmp_path):

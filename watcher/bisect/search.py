@@ -502,6 +502,10 @@ def advance(
                         " collects it"
                     )
                     return _pause(store, state)
+                if docs[0].get("outcome") == "skipped":  # the runner had no target GPU
+                    state.pop("pending")
+                    state["message"] = f"paused: {docs[0].get('reason')}"
+                    return _pause(store, state)
                 index = state.pop("pending")["index"]
                 step = judge(state, state["points"][index], docs)
                 progress(f"  -> {step['verdict']}: {step['why']}")
@@ -607,14 +611,20 @@ def _collect_pending(cfg, store, state, client) -> list[dict[str, Any]] | None:
                 doc = collect(cfg, recipe_for(recipe, p["build"]), p["run_id"], gh_id, c)
     except GitHubError as e:
         log.warning("bisect %s: collecting %s: %s", state["id"], p["run_id"], e)
-        return None
+        if not overdue:
+            return None
+        reason = (
+            f"dispatched on {p['dispatched_at']}; still unreadable after the dispatch timeout: {e}"
+        )
+        doc = error_doc(recipe, p["run_id"], reason, backend="github-actions")
     if doc is None and overdue:
         reason = f"dispatched on {p['dispatched_at']}; no result within the dispatch timeout"
         doc = error_doc(recipe, p["run_id"], reason, backend="github-actions")
     if doc is None:
         return None
     doc["bisect"] = {"id": state["id"], "build": p["build"], "index": p["index"]}
-    record_run(store, doc)
+    if doc.get("outcome") != "skipped":  # a skipped step judged nothing: dispatched again later
+        record_run(store, doc)
     return [doc]
 
 

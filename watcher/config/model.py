@@ -187,6 +187,7 @@ class Recipe:
     ready_path: str = ""
     startup_timeout: float = 900.0
     stop_timeout: float = 30.0  # SIGTERM -> SIGKILL grace at teardown
+    probe_timeout: float = 600.0  # the probes and checks together, once the engine is ready
     spec_decode: bool = False
     hardware: Hardware = field(default_factory=Hardware)
     checks: Checks = field(default_factory=Checks)
@@ -400,6 +401,7 @@ def recipe_digest(recipe: Recipe, base_dir: Path | None = None) -> str:
         "blockers",
         "startup_timeout",
         "stop_timeout",
+        "probe_timeout",
         "port",
         "host_port",
         "image_written",  # read from the compose file, whose bytes are hashed below

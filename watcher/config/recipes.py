@@ -27,6 +27,11 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # default: the relative verdict's interval must resolve 5% on a quiet host (docs/smoke-runs.md).
 COMPARED_CHECKS = Checks(repeats=10, decode_tokens=256)
 
+# a run's timed generations, and a comparison's launches: bounded, so one trigger cannot hold
+# the GPU for days
+MAX_REPEATS = 50
+MAX_COMPARE_ROUNDS = 10
+
 
 def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Recipe:
     """One [[recipe]] table; `baselines`: the ids other recipes name as their baseline."""
@@ -54,8 +59,8 @@ def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Reci
             cr.fail("long_output_tokens", "must be between 50 and 32768")
         if ch.decode_tokens < 8:
             cr.fail("decode_tokens", f"must be at least 8 to time decode, got {ch.decode_tokens}")
-        if ch.repeats < 1:
-            cr.fail("repeats", f"must be at least 1, got {ch.repeats}")
+        if not 1 <= ch.repeats <= MAX_REPEATS:
+            cr.fail("repeats", f"must be between 1 and {MAX_REPEATS}, got {ch.repeats}")
         cr.done()
     env_r = r.sub("env")
     env: tuple[tuple[str, str], ...] = ()
@@ -110,6 +115,7 @@ def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Reci
         ready_path=r.get("ready_path", str, DEFAULT_READY_PATH[engine]),
         startup_timeout=r.duration("startup_timeout", 900.0),
         stop_timeout=r.duration("stop_timeout", 30.0),
+        probe_timeout=r.duration("probe_timeout", 600.0),
         spec_decode=r.get("spec_decode", bool, False),
         hardware=hw,
         checks=ch,
@@ -134,8 +140,12 @@ def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Reci
             r.fail(key, f"must be a positive ratio, got {value}")
         if value is not None and not rec.baseline:
             r.fail(key, "needs a 'baseline' recipe to compare with")
-    if rec.compare_rounds < 1:
-        r.fail("compare_rounds", f"must be at least 1, got {rec.compare_rounds}")
+    if not 1 <= rec.compare_rounds <= MAX_COMPARE_ROUNDS:
+        r.fail(
+            "compare_rounds",
+            f"must be between 1 and {MAX_COMPARE_ROUNDS}, got {rec.compare_rounds}"
+            " (each round launches the recipe and its baseline once)",
+        )
     r.done()
     return rec
 

@@ -50,6 +50,12 @@ def read_settings(r: TableReader | None) -> Settings:
         user_agent=r.get("user_agent", str, d.user_agent),
         full_read_every=r.get("full_read_every", int, d.full_read_every),
     )
+    if not re.fullmatch(r"[A-Za-z0-9._/+@=,~-]+", s.data_dir) or s.data_dir.startswith("-"):
+        r.fail(  # what `init --github` would refuse later: the data folder is in the workflows
+            "data_dir",
+            f"{s.data_dir!r} cannot go into the workflows (they run it in YAML and bash): use"
+            " only letters, digits, . _ / + @ = , ~ -",
+        )
     if s.full_read_every < 1:
         r.fail("full_read_every", "must be at least 1")
     if s.concurrency < 1:

@@ -13,7 +13,10 @@ _SECRET = re.compile(
     # (`retrieve_parent_token=None` is code), or an environment name such as GITHUB_TOKEN=
     r"(?:(?<![A-Za-z0-9_])(?i:authorization|token|api[_-]?key|password)"
     r"|(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*_(?:TOKEN|API_KEY|KEY|PASSWORD|SECRET))"
-    r"\s*[:=]\s*(?:(?i:bearer|token|basic)\s+)?\S+)"
+    # a quoted key (`'api_key': [...]`, vLLM's non-default args) too; its value a list, a quoted
+    # string or a word, but never a shell reference (`$(env ...)`, `$HF_TOKEN`): that is no secret
+    r"['\"]?\s*[:=]\s*(?:(?i:bearer|token|basic)\s+)?(?!\$)"
+    r"(?:\[[^\]]*\]|'[^']*'|\"[^\"]*\"|\S+))"
 )
 _USERINFO = re.compile(r"(?<=://)[^/\s@]+@")  # user:pass@ in a URL (say, GITHUB_API_URL)
 

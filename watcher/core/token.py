@@ -5,6 +5,11 @@ The engine's scrubbed environment is not enough: an engine running as the same u
 `os.environ` says since. So the entry point (`watcher.cli.main`) calls `hold()`: the value moves
 here, is removed from `os.environ` (no child inherits it) and is overwritten in the memory that
 /proc/<pid>/environ reads. Everything that needs the token asks `github_token()`.
+
+The token then lives in watcher's memory, which the same user can read through
+/proc/<pid>/mem; `hold()` also makes watcher non-dumpable (`PR_SET_DUMPABLE` 0), so only a
+process with CAP_SYS_PTRACE (root) can read it. Engines exec, which makes them dumpable again:
+teardown still reads their /proc entries.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ def github_token() -> str | None:
 
 
 def hold() -> bool:
-    """Take GITHUB_TOKEN out of the process environment; True when it was there."""
+    """Take GITHUB_TOKEN out of the process environment and make the process's memory
+    unreadable to others; True when the token was there."""
     global _held
+    not_dumpable()
     value = os.environ.get(NAME)
     if not value:
         return False
@@ -32,6 +39,19 @@ def hold() -> bool:
     _overwrite_in_place()
     os.environ.pop(NAME, None)  # unsetenv: children (engines, git) never see it
     return True
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def not_dumpable() -> bool:
+    """Linux: no other process of this user may read this one's memory (/proc/<pid>/mem), its
+    environ, or attach a debugger (and no core dump is written). False where it cannot be set."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _overwrite_in_place() -> None:

@@ -8,7 +8,8 @@ Modes: `ready` (binds the port after --ready-delay, then serves /health_generate
 loading line and never binds); `ignore-term` (ready, but it and its children ignore SIGTERM).
 --tools call answers a request with `tools` with a tool call (streamed or not; `ignore`, the
 default, answers in text like an engine without a tool parser); a long answer (max_tokens over
-200) counts on in number words, or with --degenerate falls into a loop of one phrase.
+200) counts on in number words, or with --degenerate falls into a loop of one phrase;
+--endless-stream all|tools never ends a streamed answer (no [DONE]).
 --children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). --tokens-per-s,
 --burst (tokens per chunk) and --ttft set its speed; --generation-fails answers /health but not a
 generation (vLLM's head-size trap). Unknown arguments (the real engine's flags) are accepted and
@@ -78,10 +79,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tools", choices=("ignore", "call"), default="ignore")
     p.add_argument("--degenerate", action="store_true", help="long answers loop one phrase")
     p.add_argument(
+        "--endless-stream",
+        choices=("all", "tools"),
+        help="a streamed completion (all, or those with tools) never ends: after its tokens, an "
+        "empty chunk every 0.1 s and never [DONE]",
+    )
+    p.add_argument(
         "--peek-parent-env",
         metavar="PATH",
-        help="write what GITHUB_TOKEN its parent's /proc/<ppid>/environ shows to PATH (a hostile "
-        "engine looking for watcher's token)",
+        help="write what GITHUB_TOKEN its parent's /proc/<ppid>/environ and /proc/<ppid>/mem "
+        "show to PATH (a hostile engine looking for watcher's token)",
     )
     p.add_argument(
         "--thinking",
@@ -321,6 +328,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": {"completion_tokens": n},
                 }
             )
+        endless = a.endless_stream == "all" or (a.endless_stream and req.get("tools"))
+        while endless:  # ends when the client hangs up (BrokenPipeError)
+            time.sleep(0.1)
+            send({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}}]})
         send(b"[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -419,8 +430,37 @@ def _metrics(a: argparse.Namespace) -> str:
     )
 
 
+def _peek_parent_mem(ppid: int) -> dict:
+    """What a hostile engine finds in its parent's memory through /proc/<ppid>/mem: a token
+    shaped like GitHub's (`ghp_...`) anywhere in its writable memory, or why it cannot read."""
+    import re
+
+    found, read = None, 0
+    try:
+        with open(f"/proc/{ppid}/maps") as maps, open(f"/proc/{ppid}/mem", "rb", 0) as mem:
+            for line in maps:
+                span, perms = line.split()[:2]
+                if not perms.startswith("rw"):
+                    continue
+                start, end = (int(x, 16) for x in span.split("-"))
+                try:
+                    mem.seek(start)
+                    data = mem.read(min(end - start, 256 << 20))
+                except OSError:
+                    continue
+                read += len(data)
+                m = re.search(rb"ghp_[A-Za-z0-9]{20,}", data)
+                if m:
+                    found = m.group().decode()
+                    break
+    except OSError as e:
+        return {"mem": f"unreadable: {e}", "mem_token": None}
+    return {"mem": f"read {read} bytes", "mem_token": found}
+
+
 def _peek_parent_env(path: str) -> None:
-    """Write {"ppid", "token"} from the parent's /proc environ (its start-up environment)."""
+    """Write {"ppid", "token", "mem", "mem_token"} from the parent's /proc environ (its
+    start-up environment) and its memory (/proc/<ppid>/mem)."""
     ppid, token = os.getppid(), None
     try:
         with open(f"/proc/{ppid}/environ", "rb") as f:
@@ -429,7 +469,8 @@ def _peek_parent_env(path: str) -> None:
                     token = entry.split(b"=", 1)[1].decode("utf-8", "replace")
     except OSError as e:
         token = f"unreadable: {e}"
-    Path(path).write_text(json.dumps({"ppid": ppid, "token": token}), encoding="utf-8")
+    seen = {"ppid": ppid, "token": token, **_peek_parent_mem(ppid)}
+    Path(path).write_text(json.dumps(seen), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

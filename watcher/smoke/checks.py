@@ -16,7 +16,14 @@ from typing import Any
 import httpx
 
 from watcher.config.model import Recipe
-from watcher.smoke.probes import NO_THINKING, Probe, sse_objects
+from watcher.smoke.probes import (
+    NO_THINKING,
+    Overran,
+    Probe,
+    bounded_client,
+    overran_text,
+    sse_objects,
+)
 
 WEATHER_TOOL = {
     "type": "function",
@@ -187,9 +194,12 @@ def accept_floor(p: Probe, recipe: Recipe) -> dict[str, Any] | None:
     return _check("accept-floor", a >= floor, f"accept length {a:.2f} against a floor of {floor}")
 
 
-def run_checks(base_url: str, recipe: Recipe, p: Probe, timeout: float = 600.0) -> list[dict]:
-    """The recipe's optional checks on the running engine; failures are added to `p.failures`
-    (one plain line each), a passing list to `p.notes`. Returns the records, in order."""
+def run_checks(
+    base_url: str, recipe: Recipe, p: Probe, timeout: float = 600.0, deadline: float | None = None
+) -> list[dict]:
+    """The recipe's optional checks on the running engine, all by `deadline` (none once the
+    probes overran); failures are added to `p.failures` (one plain line each), a passing list
+    to `p.notes`. Returns the records, in order."""
     c = recipe.checks
     out: list[dict[str, Any]] = []
     wanted = [
@@ -201,13 +211,17 @@ def run_checks(base_url: str, recipe: Recipe, p: Probe, timeout: float = 600.0) 
             lambda cl: degeneracy(cl, p, recipe, c.long_output_tokens or 0),
         ),
     ]
-    if any(on for _, on, _ in wanted):
-        with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+    if any(on for _, on, _ in wanted) and not p.overran:
+        with bounded_client(base_url, timeout, deadline) as client:
             for name, on, fn in wanted:
                 if not on:
                     continue
                 try:
                     out.append(fn(client))
+                except Overran as e:
+                    p.overran = True
+                    p.failures.append(overran_text(recipe, e))
+                    break
                 except httpx.HTTPError as e:
                     out.append(_check(name, False, f"request failed: {type(e).__name__}: {e}"))
                 except ValueError as e:

@@ -28,6 +28,7 @@ from watcher.core.errors import ConfigError
 from watcher.core.redact import redact
 from watcher.smoke.classify import Classifier
 from watcher.smoke.launch import (
+    GUARD,
     RunProcesses,
     become_subreaper,
     children_of_self,
@@ -294,6 +295,7 @@ class ComposeLauncher:
             if wait.state == "ready":
                 probed = probe_ready(base, recipe, wait, result)
                 seen.failures, seen.notes = probed.failures, probed.notes
+                seen.overran = probed.overran
                 if logs_proc.poll() is not None and not seen.failures:
                     seen.failures.append("the service's container stopped during the probes")
         except _Stop:
@@ -303,24 +305,30 @@ class ComposeLauncher:
             result.outcome, result.reason = "error", f"runner error: {type(e).__name__}: {e}"
             seen.wait = None
         finally:
-            ok, said = compose_down(c.project, c.docker)
-            td.container_removed = ok
-            if not ok:
-                td.leftovers.append(f"compose project {c.project} (down failed: {said[:200]})")
-            if logs_proc is not None:
-                procs = RunProcesses(logs_proc.pid, run_id, known)
-                stopped = stop_processes(logs_proc, recipe.stop_timeout, None, procs)
-                td.killed, td.escaped = stopped.killed, stopped.escaped
-                td.leftovers.extend(stopped.leftovers)
-                td.seconds = stopped.seconds
-                result.set_exit_code(logs_proc.returncode)
-            left = compose_leftover(c.project, c.docker)
-            if left:
-                td.leftovers.append(left)
-            result.teardown = td.as_dict()
-            if pump is not None:
-                pump.join(timeout=5)
+            with GUARD.tearing_down():  # a signal now hastens the teardown, never abandons it
+                self._down(result, logs_proc, known, td, pump)
         return seen
+
+    def _down(self, result, logs_proc, known, td, pump) -> None:
+        """Take the project down, stop `logs -f`, check what is left."""
+        c, recipe, run_id = self.c, self.recipe, self.run_id
+        ok, said = compose_down(c.project, c.docker)
+        td.container_removed = ok
+        if not ok:
+            td.leftovers.append(f"compose project {c.project} (down failed: {said[:200]})")
+        if logs_proc is not None:
+            procs = RunProcesses(logs_proc.pid, run_id, known)
+            stopped = stop_processes(logs_proc, recipe.stop_timeout, None, procs)
+            td.killed, td.escaped = stopped.killed, stopped.escaped
+            td.leftovers.extend(stopped.leftovers)
+            td.seconds = stopped.seconds
+            result.set_exit_code(logs_proc.returncode)
+        left = compose_leftover(c.project, c.docker)
+        if left:
+            td.leftovers.append(left)
+        result.teardown = td.as_dict()
+        if pump is not None:
+            pump.join(timeout=5)
 
     def finish(self, result: SmokeResult, launched: Launched) -> None:
         wait = launched.wait

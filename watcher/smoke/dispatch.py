@@ -39,6 +39,11 @@ MAX_RESULT_BYTES = 10 * 1024 * 1024
 FIND_RUN_ATTEMPTS = 10
 
 
+class Unreadable(Exception):
+    """A completed run's artifact that cannot be read as a result (a cancelled job's empty
+    result.json, a log entry failing its CRC): refused with this reason, never asked again."""
+
+
 class _Api:
     """Raw JSON calls through the client's transport (origin, deadline and size rules), outside
     its ETag cache (run states move)."""
@@ -142,13 +147,27 @@ def collect(
         raise GitHubError(f"GET actions run {gh_run_id}: not an object", r.status)
     if run.get("status") != "completed":
         return None
-    doc = _fetch_result(api, cfg, s.repo, run, run_id)
+    return settle(api, cfg, recipe, run, run_id)
+
+
+def settle(api: _Api, cfg: Config, recipe: Recipe, run: dict, run_id: str) -> dict[str, Any]:
+    """The final document of a completed run: its accepted result, or an `error` saying why
+    there is none (no artifact, an unreadable or refused one; a cancelled or timed-out job says
+    so). GitHub trouble still raises GitHubError (asked again, until the dispatch timeout)."""
+    where = run.get("html_url") or run.get("id")
+    concluded = storable(str(run.get("conclusion")))[:40]
+    try:
+        doc = _fetch_result(api, cfg, cfg.smoke.repo, run, run_id)
+    except Unreadable as e:
+        out = _error(recipe, run_id, f"Actions run {where} concluded {concluded}; refused: {e}")
+        out["refused"] = True
+        out["actions_run_url"] = run.get("html_url")
+        return out
     if doc is None:
         return _error(
             recipe,
             run_id,
-            f"Actions run {run.get('html_url') or gh_run_id} concluded"
-            f" {run.get('conclusion')} without a {ARTIFACT_NAME} artifact",
+            f"Actions run {where} concluded {concluded} without a {ARTIFACT_NAME} artifact",
         )
     return accept(cfg, recipe, run, run_id, doc)
 
@@ -183,17 +202,9 @@ def dispatch_and_wait(
                 run_id,
                 f"Actions run {gh_run_id} gave no result within {s.dispatch_timeout:.0f} s",
             )
-        doc = _fetch_result(api, cfg, s.repo, run, run_id)
+        return settle(api, cfg, recipe, run, run_id)
     except GitHubError as e:
         return _error(recipe, run_id, f"Actions run of {s.workflow}: {e}")
-    if doc is None:
-        return _error(
-            recipe,
-            run_id,
-            f"Actions run {run.get('html_url') or gh_run_id} concluded"
-            f" {run.get('conclusion')} without a {ARTIFACT_NAME} artifact",
-        )
-    return accept(cfg, recipe, run, run_id, doc)
 
 
 def refusal(cfg: Config, recipe: Recipe, run: dict, doc: dict[str, Any]) -> str | None:
@@ -204,11 +215,17 @@ def refusal(cfg: Config, recipe: Recipe, run: dict, doc: dict[str, Any]) -> str 
     that passes the recipe's gate when it claims to (the artifact says what the runner saw).
     """
     event = run.get("event")
-    if event is not None and event != "workflow_dispatch":
+    if event != "workflow_dispatch":
         return f"the Actions run was started by {storable(str(event))[:40]!r}, not a dispatch"
-    head = (run.get("head_repository") or {}).get("full_name")
-    if head is not None and head != cfg.smoke.repo:
+    head = run.get("head_repository")
+    head = head.get("full_name") if isinstance(head, dict) else None
+    if head != cfg.smoke.repo:
         return f"the Actions run ran code from {storable(str(head))[:80]}, not {cfg.smoke.repo}"
+    if doc.get("outcome") == "started":
+        return (
+            "result.json says the run never finished (outcome 'started': the job was cancelled"
+            " or died mid-run)"
+        )
     if doc.get("recipe") != recipe.id:
         return f"result.json is for recipe {storable(str(doc.get('recipe')))[:80]!r}, dispatched {recipe.id!r}"
     want, got = recipe_digest(recipe, cfg.base_dir), doc.get("recipe_digest")
@@ -287,26 +304,29 @@ def _fetch_result(
     r = api.client.download(art["archive_download_url"], MAX_ARTIFACT_BYTES)
     if r.status != 200:
         raise GitHubError(f"artifact download: HTTP {r.status}", r.status, r.url)
+    name = storable(str(art.get("name")))[:80]
     try:
         zf = zipfile.ZipFile(io.BytesIO(r.content))
         names = zf.namelist()
         result = next((n for n in names if n.rsplit("/", 1)[-1] == "result.json"), None)
         if result is None:
-            raise GitHubError(f"artifact {art.get('name')} holds no result.json ({names[:5]})")
+            raise Unreadable(f"artifact {name} holds no result.json ({names[:5]})")
         if zf.getinfo(result).file_size > MAX_RESULT_BYTES:
-            raise GitHubError(f"artifact {art.get('name')}: result.json is too large")
+            raise Unreadable(f"artifact {name}: result.json is too large")
         doc = clean(json.loads(zf.read(result)))
-    except (zipfile.BadZipFile, ValueError, KeyError, RecursionError) as e:
-        raise GitHubError(f"artifact {art.get('name')} is unreadable: {e}") from None
+    except (zipfile.BadZipFile, ValueError, KeyError, RecursionError, OSError) as e:
+        raise Unreadable(f"artifact {name} is unreadable: {e}") from None
     if not isinstance(doc, dict):
-        raise GitHubError(f"artifact {art.get('name')}: result.json is not an object")
+        raise Unreadable(f"artifact {name}: result.json is not an object")
     for key in ("run_id", "recipe", "outcome"):
         if not isinstance(doc.get(key), str):
-            raise GitHubError(f"result.json lacks {key!r}")
+            raise Unreadable(f"result.json lacks {key!r}")
     if doc["run_id"] != run_id:
-        raise GitHubError(f"result.json is for run {doc['run_id']!r}, expected {run_id!r}")
+        raise Unreadable(
+            f"result.json is for run {storable(doc['run_id'])[:80]!r}, expected {run_id!r}"
+        )
     if doc["outcome"] not in OUTCOMES:
-        raise GitHubError(f"result.json has an unknown outcome {storable(doc['outcome'])[:40]!r}")
+        raise Unreadable(f"result.json has an unknown outcome {storable(doc['outcome'])[:40]!r}")
     known = {s.id for s in all_signatures(cfg.signatures)} | {
         s for b in cfg.blockers for s in b.signatures
     }
@@ -318,9 +338,13 @@ def _fetch_result(
     doc["actions_run_url"] = run.get("html_url")
     logs = [n for n in names if n.endswith(".log")]
     if logs and zf.getinfo(logs[0]).file_size <= MAX_LOG_BYTES:
+        try:
+            data = zf.read(logs[0])
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:  # a bad CRC
+            raise Unreadable(f"artifact {name}: its log is unreadable: {e}") from None
         target = cfg.data_dir / "smoke" / f"{run_id}.log"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(zf.read(logs[0]))
+        target.write_bytes(data)
         doc["log_path"] = str(target)
     return doc
 

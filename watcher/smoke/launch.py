@@ -14,7 +14,9 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,9 +261,87 @@ def _wait_gone(proc: subprocess.Popen, procs: RunProcesses, deadline: float) -> 
         procs.reap(proc.pid)
         if proc.returncode is not None and not procs.pids():
             return True
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or GUARD.hurry:
             return False
         time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- signals
+
+
+def _interruption(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else SystemExit(128 + signum)
+
+
+class SignalGuard:
+    """SIGTERM and SIGINT to watcher while a smoke run lives, so that no engine is ever left
+    running: installed before anything launches; `defer()` holds a signal back from the launch
+    (Popen) until `armed()`, called first inside the `try` whose `finally` tears down, raises it
+    there; during `tearing_down()` a signal never interrupts the teardown: the first is raised
+    after it, and a second (or one on top of the one that started the teardown) makes it
+    SIGKILL now instead of waiting out the grace (`hurry`)."""
+
+    def __init__(self) -> None:
+        self.deferring = False
+        self.tearing = False
+        self.hurry = False
+        self.pending: int | None = None
+        self.raised = False  # a signal already interrupted this run
+
+    def handle(self, signum: int, frame: object) -> None:
+        if self.tearing:
+            if self.raised or self.pending is not None:
+                self.hurry = True
+                log.warning("signal %d during teardown: killing the run's processes now", signum)
+            self.pending = self.pending or signum
+            return
+        if self.deferring:
+            self.pending = self.pending or signum
+            return
+        self.raised = True
+        raise _interruption(signum)
+
+    def defer(self) -> None:
+        self.deferring = True
+
+    def armed(self) -> None:
+        """Inside the teardown's `try`: a signal that came during the launch is raised now."""
+        self.deferring = False
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            self.raised = True
+            raise _interruption(signum)
+
+    @contextlib.contextmanager
+    def tearing_down(self) -> Iterator[None]:
+        self.deferring, self.tearing = False, True
+        if self.pending is not None:  # came before the try was entered: not lost
+            self.raised = True
+        try:
+            yield
+        finally:
+            self.tearing, self.hurry = False, False
+        if self.pending is not None:
+            signum, self.pending = self.pending, None
+            self.raised = True
+            raise _interruption(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """For one run: the handlers in place (main thread only), the state fresh."""
+        self.__init__()
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = {s: signal.signal(s, self.handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+GUARD = SignalGuard()
 
 
 @dataclass

@@ -128,6 +128,7 @@ class Probe:
     ttft_samples: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    overran: bool = False  # the probes and checks ran past `probe_timeout`
 
 
 def _models(client: httpx.Client, p: Probe, fallback: str) -> None:
@@ -241,8 +242,11 @@ def stream_once(client: httpx.Client, model: str, max_tokens: int = DECODE_TOKEN
 
 def sse_objects(r: httpx.Response) -> Iterator[dict[str, Any]]:
     """The JSON objects of an OpenAI-style event stream (`data:` lines), up to its [DONE];
-    a line that is not JSON is skipped."""
+    a line that is not JSON is skipped. A stream past its client's deadline raises `Overran`."""
+    deadline = r.request.extensions.get(DEADLINE)
     for line in r.iter_lines():
+        if deadline is not None and time.monotonic() > deadline:
+            raise Overran("a streamed answer was still going (no [DONE])", request=r.request)
         if not line.startswith("data:"):
             continue
         payload = line[5:].strip()
@@ -254,6 +258,32 @@ def sse_objects(r: httpx.Response) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(obj, dict):
             yield obj
+
+
+class Overran(httpx.TimeoutException):
+    """The probes and checks ran past their deadline (`probe_timeout`): an answer that never
+    ends, or an engine that answers too slowly to judge."""
+
+
+DEADLINE = "watcher_deadline"  # a request's extension: when its probes must have ended
+
+
+def bounded_client(base_url: str, timeout: float, deadline: float | None) -> httpx.Client:
+    """An httpx client whose every request ends by `deadline` (monotonic), and every streamed
+    answer read through `sse_objects` too: each read waits at most what is left."""
+
+    def before(request: httpx.Request) -> None:
+        if deadline is None:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Overran("no time left for another request", request=request)
+        request.extensions["timeout"] = httpx.Timeout(min(timeout, left)).as_dict()
+        request.extensions[DEADLINE] = deadline
+
+    return httpx.Client(
+        base_url=base_url, timeout=timeout, trust_env=False, event_hooks={"request": [before]}
+    )
 
 
 class ProbeError(Exception):
@@ -433,10 +463,12 @@ def accept_over_window(before: dict[str, float], after: dict[str, float]) -> flo
     return round(1.0 + accepted / drafts, 4) if drafts > 0 else None
 
 
-def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
-    """Ask the running engine the questions that make a recipe 'work'."""
+def probe(
+    base_url: str, recipe: Recipe, timeout: float = 120.0, deadline: float | None = None
+) -> Probe:
+    """Ask the running engine the questions that make a recipe 'work', all by `deadline`."""
     p = Probe()
-    with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+    with bounded_client(base_url, timeout, deadline) as client:
         try:
             _models(client, p, recipe.model)
             _known_answer(client, p, recipe)
@@ -445,6 +477,9 @@ def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
             if recipe.spec_decode:
                 p.accept_length = accept_over_window(before, metrics_snapshot(client))
             _engine_info(client, p, recipe)
+        except Overran as e:
+            p.overran = True
+            p.failures.append(overran_text(recipe, e))
         except httpx.HTTPError as e:
             p.failures.append(f"probe failed: {type(e).__name__}: {e}")
         except ValueError as e:
@@ -468,6 +503,10 @@ def probe(base_url: str, recipe: Recipe, timeout: float = 120.0) -> Probe:
         elif c.min_accept_length is not None and a < c.min_accept_length:
             p.failures.append(f"accept length {a:.2f} is below the required {c.min_accept_length}")
     return p
+
+
+def overran_text(recipe: Recipe, e: Exception) -> str:
+    return f"the probes did not finish within probe_timeout ({recipe.probe_timeout:.0f} s): {e}"
 
 
 # ---------------------------------------------------------------- readiness

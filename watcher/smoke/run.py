@@ -28,7 +28,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +43,7 @@ from watcher.smoke.classify import Classifier
 from watcher.smoke.compose import ComposeLauncher, compose_down
 from watcher.smoke.hardware import GpuReading, check_hardware, read_gpus
 from watcher.smoke.launch import (
+    GUARD,
     KILL_WAIT,
     RunProcesses,
     become_subreaper,
@@ -65,29 +65,13 @@ from watcher.store.smokerun import SmokeResult
 
 log = logging.getLogger("watcher.smoke")
 
+STARTED_BUSY_S = 1.0  # the note that the engine is up waits at most this long for the database
 OUTCOMES = ("passed", "failed", "timeout", "error", "skipped", "started", "interrupted")
 
 
 def new_run_id(recipe_id: str) -> str:
     """Sortable and unique: <recipe>-<UTC time>-<4 hex>."""
     return f"{recipe_id}-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
-
-
-@contextlib.contextmanager
-def _term_raises():
-    """While a run is live, SIGTERM to watcher raises SystemExit so teardown still happens."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def base_doc(recipe: Recipe, run_id: str, started_at: str | None = None) -> SmokeResult:
@@ -232,7 +216,7 @@ def _run_once(
         if recipe.compose
         else ArgvLauncher(cfg, recipe, run_id, log_path)
     )
-    with _term_raises():
+    with GUARD.installed():  # before anything launches: no instant without a teardown
         if launcher.prepare(res):
             mark_started(cfg, res, recover=True)
             seen = launcher.run(res, lambda: mark_started(cfg, res))
@@ -272,11 +256,10 @@ class ArgvLauncher:
             self.log_path,
             self.argv,
         )
-        container, port = self.container, self.port
+        container = self.container
         assert result.launch is not None
-        base = f"http://127.0.0.1:{port}"
         seen = Launched()
-        subreaper = become_subreaper()
+        become_subreaper()
         known = children_of_self()
         with open(log_path, "ab") as logf:
             logf.write(
@@ -288,6 +271,7 @@ class ArgvLauncher:
             # built before launch: compiling the families (hyperscan, ~0.3 s) must not widen the
             # window in which the engine runs and a SIGTERM finds no teardown in place
             classifier = Classifier(all_signatures(cfg.signatures))
+            GUARD.defer()  # a signal from here to `armed()` waits for the teardown to be in place
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -301,17 +285,36 @@ class ArgvLauncher:
             except OSError as e:
                 result.outcome = "error"
                 result.reason = f"cannot start {argv[0]!r}: {e.strerror or e}"
+                GUARD.armed()
                 return None
         result.launch["pid"] = proc.pid
-        started()
         procs = RunProcesses(proc.pid, run_id, known)
-        pump = LogPump(proc.stdout, log_path, classifier)
-        pump.start()
+        pump = None
+        try:
+            GUARD.armed()
+            started()  # after `armed`: a slow store never holds a signal back
+            pump = LogPump(proc.stdout, log_path, classifier)
+            pump.start()
+            self._watch(result, proc, procs, pump, seen)
+        finally:
+            with GUARD.tearing_down():
+                seen.td = teardown(proc, recipe.stop_timeout, container, procs)
+                result.teardown = seen.td.as_dict()
+                result.set_exit_code(proc.returncode)
+                if pump is not None and pump.is_alive():
+                    pump.join(timeout=5)
+        return seen
+
+    def _watch(self, result, proc, procs, pump, seen: Launched) -> None:
+        """Wait for the engine and probe it (the teardown is the caller's)."""
+        recipe, run_id, container, port = self.recipe, self.run_id, self.container, self.port
+        base = f"http://127.0.0.1:{port}"
+        subreaper = become_subreaper()
         log.info(
             "smoke %s: launched pid %s, log %s%s",
             run_id,
             proc.pid,
-            log_path,
+            self.log_path,
             "" if subreaper else " (not a subreaper: a double-forked child could escape teardown)",
         )
         shown = Progress(f"smoke {recipe.id}", deadline_s=recipe.startup_timeout)
@@ -332,6 +335,7 @@ class ArgvLauncher:
                 log.info("smoke %s: ready after %.1f s; probing", run_id, wait.startup_s)
                 probed = probe_ready(base, recipe, wait, result)
                 seen.failures, seen.notes = probed.failures, probed.notes
+                seen.overran = probed.overran
                 if proc.poll() is not None and not seen.failures:
                     seen.failures.append(
                         f"the engine exited (code {proc.returncode}) during the probes"
@@ -340,12 +344,6 @@ class ArgvLauncher:
             log.exception("smoke %s: runner failed", run_id)
             result.outcome, result.reason = "error", f"runner error: {type(e).__name__}: {e}"
             seen.wait = None
-        finally:
-            seen.td = teardown(proc, recipe.stop_timeout, container, procs)
-            result.teardown = seen.td.as_dict()
-            result.set_exit_code(proc.returncode)
-            pump.join(timeout=5)
-        return seen
 
     def finish(self, result: SmokeResult, launched: Launched) -> None:
         pass
@@ -412,7 +410,8 @@ def mark_started(cfg: Config, result: SmokeResult, recover: bool = False) -> Non
     row.update(outcome="started", reason="running", watcher=_watcher_identity())
     row["hardware"]["matches_target"] = False  # a run that did not finish validates nothing
     try:
-        store = Store(cfg.db_path)
+        # once the engine runs, never wait 30 s for another writer's lock
+        store = Store(cfg.db_path, busy_s=30.0 if recover else STARTED_BUSY_S)
         try:
             if recover:
                 recover_interrupted(cfg, store)
@@ -431,6 +430,48 @@ def _owner_alive(who: dict[str, Any]) -> bool:
     return bool(pid) and _start_time(int(pid)) == who.get("start")
 
 
+def _still_there(found: dict[int, str | None], procs: RunProcesses) -> dict[int, str | None]:
+    """What was found and still runs (the same process: its start time unchanged), with what
+    the run's markers and descendants show now."""
+    now = {pid: _start_time(pid) for pid, _ in procs.pids()}
+    same = {pid: t for pid, t in found.items() if t is not None and _start_time(pid) == t}
+    return {pid: t for pid, t in {**same, **now}.items() if _running(pid)}
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return False
+    return data[data.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+def _stop_found(procs: RunProcesses) -> dict[int, str | None]:
+    """SIGTERM, then SIGKILL, every process of a dead watcher's run: what the first look found
+    (a helper that dropped the marker and was re-parented after its parent died is no longer
+    found by a second look) and whatever the run's marker shows since. Returns what was found."""
+    found = {pid: _start_time(pid) for pid, _ in procs.pids()}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _still_there(found, procs):
+            found.setdefault(pid, _start_time(pid))
+            try:
+                pgid = os.getpgid(pid)
+            except ProcessLookupError:
+                continue
+            if pgid > 0 and pgid != os.getpgrp():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, sig)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (KILL_WAIT if sig == signal.SIGKILL else 2.0)
+        while _still_there(found, procs) and time.monotonic() < deadline:
+            procs.reap(-1)
+            time.sleep(0.05)
+    procs.reap(-1)
+    return found
+
+
 def recover_interrupted(cfg: Config, store: Store) -> list[dict[str, Any]]:
     """Runs left `started` by a watcher that died: tear down what they left, mark `interrupted`.
 
@@ -442,20 +483,8 @@ def recover_interrupted(cfg: Config, store: Store) -> list[dict[str, Any]]:
         if run.get("outcome") != "started" or _owner_alive(run.get("watcher") or {}):
             continue
         procs = RunProcesses(-1, run["run_id"], known_children=children_of_self())
-        found = procs.pids()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid, pgid in procs.pids():
-                if pgid != os.getpgrp():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pgid, sig)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
-            deadline = time.monotonic() + (KILL_WAIT if sig == signal.SIGKILL else 2.0)
-            while procs.pids() and time.monotonic() < deadline:
-                procs.reap(-1)
-                time.sleep(0.05)
-        procs.reap(-1)
-        left = [f"pid {pid}" for pid, _ in procs.pids()]
+        found = _stop_found(procs)
+        left = [f"pid {pid}" for pid in _still_there(found, procs)]
         container = (run.get("launch") or {}).get("container")
         cleaned = [f"stopped {len(found)} process(es)"] if found else []
         if container:

@@ -9,6 +9,7 @@ words. Both launchers import this module and neither imports the sequence.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ class Launched:
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     td: Teardown = field(default_factory=Teardown)
+    overran: bool = False  # ready, but the probes and checks ran past `probe_timeout`
 
 
 class Launcher(Protocol):
@@ -71,11 +73,12 @@ def probe_ready(base: str, recipe: Recipe, wait: Wait, result: SmokeResult) -> L
     """The engine is ready at `base`: probe it and run the checks into `result`."""
     result.stage_reached = "ready"
     result.metrics.startup_s = round(wait.startup_s, 2)
-    p = probe(base, recipe)
-    result.checks = run_checks(base, recipe, p)
+    deadline = time.monotonic() + recipe.probe_timeout
+    p = probe(base, recipe, deadline=deadline)
+    result.checks = run_checks(base, recipe, p, deadline=deadline)
     result.engine_version = p.engine_version
     fill_metrics(result.metrics, p)
-    return Launched(wait, p.failures, p.notes)
+    return Launched(wait, p.failures, p.notes, overran=p.overran)
 
 
 def verdict(
@@ -124,6 +127,9 @@ def verdict(
         if wait.last_error:
             result.reason += f"; its ready path answered, but {wait.last_error}"
         result.signature = HANG
+    elif seen.overran:
+        result.outcome, result.signature = "timeout", HANG
+        result.reason = f"ready in {wait.startup_s:.0f} s, but " + "; ".join(failures)
     else:
         result.outcome = "failed"
         result.reason = "; ".join(failures)

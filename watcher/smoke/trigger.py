@@ -188,9 +188,12 @@ def run_triggers(
     smoke_events: list[dict[str, Any]] = []
 
     def record(doc: dict[str, Any], reasons: list[str]) -> None:
+        """Store the result and drop its trigger in one transaction: neither is lost alone."""
         doc["trigger"] = reasons
         log.info("smoke: %s: %s — %s", doc["run_id"], doc["outcome"], doc.get("reason"))
-        eid = record_run(store, doc, cycle_id, at)
+        with store.transaction():
+            store.drop_trigger(doc["recipe"])
+            eid = record_run(store, doc, cycle_id, at)
         docs.append(doc)
         smoke_events.append(
             {
@@ -274,7 +277,6 @@ def run_triggers(
                 recipe.id, note=doc.get("reason"), attempts=t["attempts"] + 1, updated_at=at
             )
             continue
-        store.drop_trigger(recipe.id)
         record(doc, t["reasons"])
     return docs, smoke_events
 
@@ -313,7 +315,6 @@ def _dispatch(cfg, store, recipe, run_id, trigger, at, client, record) -> None:
     with open_client(cfg, client) as c:
         sent = dispatch(cfg, recipe, run_id, c)
     if not sent.sent:
-        store.drop_trigger(recipe.id)
         record(
             error_doc(recipe, run_id, sent.error or "", backend="github-actions"),
             trigger["reasons"],
@@ -372,9 +373,28 @@ def _collect(cfg, store, now, at, client, record) -> None:
                             backend="github-actions",
                         )
             except GitHubError as e:
-                store.put_trigger(t["recipe"], note=f"collecting: {e}", updated_at=at)
-                continue
+                if not overdue:
+                    store.put_trigger(t["recipe"], note=f"collecting: {e}", updated_at=at)
+                    continue
+                doc = error_doc(
+                    recipe,
+                    t["run_id"],
+                    f"dispatched on {t['dispatched_at']}; still unreadable after the dispatch"
+                    f" timeout of {cfg.smoke.dispatch_timeout:.0f} s: {e}",
+                    backend="github-actions",
+                )
             if doc is None:
                 continue
-            store.drop_trigger(t["recipe"])
+            if doc.get("outcome") == "skipped":  # the runner found no target GPU: wait for one
+                log.warning("smoke: %s kept waiting: %s", t["recipe"], doc.get("reason"))
+                store.put_trigger(
+                    t["recipe"],
+                    state="waiting",
+                    run_id=None,
+                    actions_run_id=None,
+                    dispatched_at=None,
+                    note=doc.get("reason"),
+                    updated_at=at,
+                )
+                continue
             record(doc, t["reasons"])

@@ -29,17 +29,18 @@ from watcher.store.triggers import TriggerStore
 class Store(CommentStore, TriggerStore, BisectStore, PinStore):
     """Thin, named operations over the database; callers never write SQL."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, busy_s: float = 30.0):
+        """`busy_s`: how long a statement waits for another writer's lock."""
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(FileExistsError):  # private: SQLite's WAL files copy the mode
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            conn = sqlite3.connect(str(self.path), timeout=busy_s, isolation_level=None)
             self.db = sqlite_utils.Database(conn)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA busy_timeout=30000")
+            self.db.execute(f"PRAGMA busy_timeout={int(busy_s * 1000)}")
             migrations.apply(self.db)
         except sqlite3.DatabaseError as e:
             raise WatcherError(f"{self.path}: cannot open the database: {e}") from None

@@ -470,8 +470,9 @@ class GitHubState:
         """A dispatchable workflow (e.g. "smoke.yml").
 
         on_dispatch(inputs) runs in a thread when a run is dispatched; the files it returns
-        become the run's single artifact (a zip called `artifact_name`). If it raises, the run
-        concludes "failure" with no artifact. `run_name` is a str.format template over the
+        become the run's single artifact (a zip called `artifact_name`; bytes: the zip itself).
+        If it raises, the run concludes "failure" with no artifact; raising
+        `routes.actions.JobEnded(conclusion, files)` concludes `conclusion` with those files. `run_name` is a str.format template over the
         inputs for the run's display_title (like `run-name:` in a workflow file).
         Each GET of actions/runs/{id} moves the run one step: queued -> in_progress -> completed.
         """

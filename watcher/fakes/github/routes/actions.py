@@ -86,10 +86,22 @@ def dispatch(gh: FakeGitHub, ctx: Ctx) -> Reply:
     return Reply(204)
 
 
+class JobEnded(Exception):
+    """Raised by an `on_dispatch` callback: the run concludes `conclusion` (cancelled,
+    timed_out, failure) and still uploads `files` (a step with `if: always()`)."""
+
+    def __init__(self, conclusion: str, files: dict | bytes | None = None):
+        super().__init__(conclusion)
+        self.conclusion, self.files = conclusion, files
+
+
 def _work(run: dict) -> None:
     callback = run["workflow"]["on_dispatch"]
     try:
-        run["files"] = dict(callback(dict(run["inputs"]))) if callback else None
+        files = callback(dict(run["inputs"])) if callback else None
+        run["files"] = files if isinstance(files, bytes) or files is None else dict(files)
+    except JobEnded as e:
+        run["ended"], run["files"] = e.conclusion, e.files
     except Exception as e:  # the "job" failed: the run concludes failure
         run["error"] = e
     finally:
@@ -143,14 +155,17 @@ def get_run(gh: FakeGitHub, ctx: Ctx) -> Reply:
 
 def _complete(gh: FakeGitHub, run: dict) -> None:
     run["status"] = "completed"
-    run["conclusion"] = "failure" if run["error"] is not None else "success"
+    run["conclusion"] = run.get("ended") or ("failure" if run["error"] is not None else "success")
     run["updated_at"] = now()
     if run["files"]:
         buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name, content in sorted(run["files"].items()):
-                data = content.encode() if isinstance(content, str) else bytes(content)
-                zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
+        if isinstance(run["files"], bytes):  # the archive as uploaded, byte for byte
+            buf.write(run["files"])
+        else:
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+                for name, content in sorted(run["files"].items()):
+                    data = content.encode() if isinstance(content, str) else bytes(content)
+                    zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
         ident = gh._next_artifact_id
         gh._next_artifact_id += 1
         gh._artifacts[ident] = {
