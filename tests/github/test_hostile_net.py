@@ -133,7 +133,14 @@ def script_actions(api: HostileServer, download_url: str) -> None:
     api.json(f"{wf}/dispatches", {"workflow_run_id": 7})
     api.json(
         "/repos/org/guide/actions/runs/7",
-        {"id": 7, "status": "completed", "conclusion": "success", "html_url": "https://x/7"},
+        {
+            "id": 7,
+            "status": "completed",
+            "conclusion": "success",
+            "html_url": "https://x/7",
+            "event": "workflow_dispatch",  # what GitHub's run object carries (dispatch.refusal)
+            "head_repository": {"full_name": "org/guide"},
+        },
     )
     api.json(
         "/repos/org/guide/actions/runs/7/artifacts",
