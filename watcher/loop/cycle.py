@@ -25,6 +25,7 @@ from watcher.config.model import Config, Item, Settings
 from watcher.core.clock import iso, utcnow
 from watcher.core.files import atomic_write
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects, transitions
+from watcher.judge.pins import tracker_check
 from watcher.judge.states import evidence_key
 from watcher.notify.plan import with_snoozes
 from watcher.notify.send import notify_status, run_notify
@@ -582,7 +583,9 @@ def _store_observations(run: _Run) -> None:
 def _judge(run: _Run) -> None:
     """Evaluate every blocker, recipe and page; record the status changes as events."""
     store, report = run.store, run.report
-    run.ev = evaluate(run.cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now)
+    run.ev = evaluate(
+        run.cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now, store.pins()
+    )
     quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
     report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at, snoozed=quiet))
 
@@ -590,7 +593,8 @@ def _judge(run: _Run) -> None:
 def _pins(run: _Run) -> None:
     """Each recipe's pin: resolved, compared with the tracked fixes, and (on its own schedule,
     [smoke] pin_check_every) checked to still exist. A registry or GitHub failure makes a pin
-    stale; nothing here stops the cycle."""
+    stale; nothing here stops the cycle. When the pins changed, the cycle is judged again: a
+    fix merged upstream but not in a recipe's pin holds its page before anything is published."""
     from datetime import timedelta
 
     from watcher.github.client import GitHubClient
@@ -598,6 +602,7 @@ def _pins(run: _Run) -> None:
 
     run.stage = "pins"
     cfg, store = run.cfg, run.store
+    before = store.pins()
     client = _callers_client(run)
     own = client is None
     try:
@@ -619,6 +624,13 @@ def _pins(run: _Run) -> None:
                 client.close()
     except Exception as e:  # noqa: BLE001 (one stage's failure is logged, never the cycle's)
         log.warning("pins: not refreshed this cycle: %s: %s", type(e).__name__, e)
+    pins = store.pins()
+    if pins != before:
+        with store.transaction():
+            run.ev = evaluate(
+                cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now, pins
+            )
+            run.report.events.extend(record_transitions(store, run.report.cycle_id, run.ev, run.at))
 
 
 def _smoke_triggers(run: _Run) -> None:
@@ -641,7 +653,7 @@ def _smoke_triggers(run: _Run) -> None:
         report.events.extend(smoke_events)
         with store.transaction():
             run.ev = evaluate(
-                cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now
+                cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now, store.pins()
             )
             report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at))
 
@@ -667,7 +679,9 @@ def _publish(run: _Run, write: bool) -> None:
             cfg, store, run.ev, run.at, report.offline_note, write=write, attempt=attempt
         )
         if cfg.tracker is not None:
-            report.tracker = publish_tracker(cfg, store.items(), run.at, write=write)
+            report.tracker = publish_tracker(
+                cfg, store.items(), run.at, write=write, pins=tracker_check(store.pins())
+            )
             if report.tracker.get("error"):
                 log.warning("tracker: %s", report.tracker["error"])
         report.status = status_document(

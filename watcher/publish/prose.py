@@ -106,6 +106,8 @@ def headline(
     """The page's one-line answer: 'blocked for 47 days on 2 upstream fixes'."""
     days = days_between(since, now)
     for_days = f" for {plural(days, 'day')}" if days else ""
+    if status == "blocked" and not open_blockers:  # its fixes landed, not in the build it runs
+        return f"blocked{for_days}: its upstream fixes have landed, not yet in the build it runs"
     if status == "blocked":
         return f"blocked{for_days} on {plural(open_blockers, 'upstream fix', 'upstream fixes')}"
     if status == "ready-to-test":
