@@ -114,8 +114,9 @@ def _started(cfg) -> list[str]:
     return started
 
 
-def _seed(gh) -> None:
-    """v0.23.1 before the Marlin fix (vllm#45295, merged 2026-06-30), v0.24.0 after it."""
+def _seed(gh, merged: bool = True) -> str:
+    """v0.23.1 before the Marlin fix (vllm#45295, merged 2026-06-30), v0.24.0 after it; the
+    fix's sha (`merged=False`: the pull is still open)."""
     base = gh.add_commit(VLLM, message="base", date="2026-06-01T00:00:00Z")
     gh.add_tag(VLLM, "v0.23.1", base["sha"])
     fix = gh.add_commit(VLLM, message="Fix Marlin pad (#45295)", date="2026-06-30T00:00:00Z")
@@ -123,14 +124,15 @@ def _seed(gh) -> None:
         VLLM,
         45295,
         title="[Kernel] Marlin pad",
-        merged=True,
-        merge_commit_sha=fix["sha"],
-        merged_at="2026-06-30T10:00:00Z",
+        merged=merged,
+        merge_commit_sha=fix["sha"] if merged else None,
+        merged_at="2026-06-30T10:00:00Z" if merged else None,
     )
     rel = gh.add_commit(VLLM, message="v0.24.0", date="2026-07-02T00:00:00Z")
     gh.add_tag(VLLM, "v0.24.0", rel["sha"])
     gh.add_release(VLLM, "v0.23.1", published_at="2026-06-01T00:00:00Z")
     gh.add_release(VLLM, "v0.24.0", published_at="2026-07-02T00:00:00Z")
+    return fix["sha"]
 
 
 def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
@@ -169,6 +171,36 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
     assert "not in our pin" not in page and "Not ready to test on its pin" not in page
     assert _page_status(tmp_path)[0] == "ready-to-test"
     assert _started(cfg) == ["vllm-tp2"]
+
+
+def test_a_fix_merging_this_cycle_never_flips_the_page_to_ready_and_back(
+    tmp_path, fake_github, monkeypatch
+):
+    """The pins are compared after the judge, so the pages' transitions wait for them: no
+    `ready-to-test` event (and no comment) for a page its pin holds."""
+    from watcher.store.db import Store
+
+    gh = fake_github
+    sha = _seed(gh, merged=False)
+    with FakeRegistry() as reg:
+        reg.add_image("vllm/vllm-openai", "v0.23.1")
+        monkeypatch.setenv("WATCHER_REGISTRY_MAP", f"docker.io={reg.url}")
+        cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.23.1")
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+        assert _page_status(tmp_path)[0] == "blocked"
+        gh.update(VLLM, 45295, merged=True, merge_commit_sha=sha, merged_at="2026-06-30T10:00:00Z")
+        with GitHubClient(gh.url, token="test-token") as client:
+            report = run_cycle(cfg, now=NOW + timedelta(minutes=5), client=client, no_smoke=True)
+    assert _page_status(tmp_path)[0] == "blocked"
+    assert "not in our pin v0.23.1" in _page_status(tmp_path)[1]
+    store = Store(cfg.db_path)
+    try:
+        pages = [(e["old"], e["new"]) for e in store.events() if e["kind"] == "page"]
+    finally:
+        store.close()
+    assert pages == [(None, "blocked")]  # the first sighting only
+    assert [e for e in report.events if e["kind"] == "blocker"]  # the blocker did move
 
 
 TRACKER = """# Upstream tracker
