@@ -77,7 +77,7 @@ def page(tmp_path, pins):
 
 def test_a_fix_not_in_the_pin_keeps_the_page_blocked_in_the_guides_words(tmp_path):
     st = page(tmp_path, {"vllm-tp2": pin("behind")})
-    assert st.status == "blocked"
+    assert (st.status, st.held_by_pin) == ("blocked", ("vllm-tp2",))
     assert st.reason == (
         "blocked: vllm-tp2 is not ready to test on its pin (marlin-pad: fixed upstream in"
         " vllm#45295 (2026-06-30); not in our pin v0.23.1; first in v0.24.0)"

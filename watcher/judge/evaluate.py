@@ -47,6 +47,7 @@ class PageStatus:
     parked: dict[str, Any] | None = None
     # the relative verdict behind `validated` or a `parked` below the floor: both figures
     comparison: dict[str, Any] | None = None
+    held_by_pin: tuple[str, ...] = ()  # cleared recipes whose fixes are not in their pins
 
 
 @dataclass(frozen=True)
@@ -405,7 +406,12 @@ def evaluate_page(
         open_ = [b for b in r.blockers if blockers[b].status not in CLEARED]
         reasons.append(f"{r.id} by {', '.join(f'{b} ({blockers[b].status})' for b in open_)}")
     return PageStatus(
-        p.id, "blocked", "blocked: " + "; ".join(reasons), p.blockers, latest_runs=runs
+        p.id,
+        "blocked",
+        "blocked: " + "; ".join(reasons),
+        p.blockers,
+        latest_runs=runs,
+        held_by_pin=tuple(r for r, why in held.items() if why),
     )
 
 
