@@ -603,7 +603,7 @@ def status(config_path: str, as_json: bool) -> None:
     try:
         now = utcnow()
         items = store.items()
-        ev = evaluate(cfg, items, store.evaluation_runs(), store.statuses(), now)
+        ev = evaluate(cfg, items, store.evaluation_runs(), store.statuses(), now, store.pins())
         last = store.last_finished_cycle(polled_only=True)
         fresh = freshness(cfg, last, store.heartbeat(HEARTBEAT), now)
         last_read, attempt = last_checked_at(store, items), last_attempt(store)
@@ -682,9 +682,9 @@ def explain(target: str | None, config_path: str, as_json: bool) -> None:
     store = Store(cfg.db_path)
     try:
         items, runs = store.items(), store.smoke_runs(limit=200)
-        ev = evaluate(cfg, items, runs, store.statuses(), utcnow())
-        triggers = store.triggers()
         pins = store.pins()
+        ev = evaluate(cfg, items, runs, store.statuses(), utcnow(), pins)
+        triggers = store.triggers()
     finally:
         store.close()
     doc = build(cfg, target, items, ev, runs, triggers, pins)
@@ -755,7 +755,9 @@ def comment(config_path: str, dry_run: bool, show_body: bool, as_json: bool) -> 
         store = Store(cfg.db_path)
         try:
             now = utcnow()
-            ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+            ev = evaluate(
+                cfg, store.items(), store.evaluation_runs(), store.statuses(), now, store.pins()
+            )
             result = run_notify(cfg, store, ev, now=now, dry_run=dry_run)
         finally:
             store.close()
@@ -1146,7 +1148,7 @@ def pins(config_path: str, check: bool, as_json: bool) -> None:
             with open_client(cfg) as client:
                 refresh_pins(cfg, store, client, now, check=True)
         stored = store.pins()
-        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now, stored)
     finally:
         store.close()
     views = {

@@ -17,7 +17,7 @@ from watcher.loop.cycle import run_cycle
 VLLM = "vllm-project/vllm"
 
 
-def _watch(tmp_path, gh, image: str):
+def _watch(tmp_path, gh, image: str, extra: str = ""):
     command = ["docker", "run", "--rm", image, "--model", "m"]
     write_watch(
         tmp_path,
@@ -50,7 +50,8 @@ title = "vLLM"
 output = "out/VLLM.md"
 blockers = ["marlin-pad"]
 recipes = ["vllm-tp2"]
-""",
+"""
+        + extra,
     )
     return load_config(tmp_path / "watch.toml")
 
@@ -68,11 +69,20 @@ def _sticky(cfg) -> str:
 
     store = Store(cfg.db_path)
     try:
-        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
+        ev = evaluate(
+            cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW, store.pins()
+        )
         bodies = Bodies(cfg, ev, store.items(), [], store.statuses(), pins=store.pins())
         return bodies.status(cfg.pages[0])
     finally:
         store.close()
+
+
+def _page_status(tmp_path) -> tuple[str, str]:
+    """The page's status and reason as status.json publishes them."""
+    doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
+    page = doc["pages"][0]
+    return page["status"], page["reason"]
 
 
 def _started(cfg) -> list[str]:
@@ -104,10 +114,9 @@ def _started(cfg) -> list[str]:
     return started
 
 
-def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
-    tmp_path, fake_github, monkeypatch
-):
-    gh = fake_github
+def _seed(gh, merged: bool = True) -> str:
+    """v0.23.1 before the Marlin fix (vllm#45295, merged 2026-06-30), v0.24.0 after it; the
+    fix's sha (`merged=False`: the pull is still open)."""
     base = gh.add_commit(VLLM, message="base", date="2026-06-01T00:00:00Z")
     gh.add_tag(VLLM, "v0.23.1", base["sha"])
     fix = gh.add_commit(VLLM, message="Fix Marlin pad (#45295)", date="2026-06-30T00:00:00Z")
@@ -115,14 +124,22 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
         VLLM,
         45295,
         title="[Kernel] Marlin pad",
-        merged=True,
-        merge_commit_sha=fix["sha"],
-        merged_at="2026-06-30T10:00:00Z",
+        merged=merged,
+        merge_commit_sha=fix["sha"] if merged else None,
+        merged_at="2026-06-30T10:00:00Z" if merged else None,
     )
     rel = gh.add_commit(VLLM, message="v0.24.0", date="2026-07-02T00:00:00Z")
     gh.add_tag(VLLM, "v0.24.0", rel["sha"])
     gh.add_release(VLLM, "v0.23.1", published_at="2026-06-01T00:00:00Z")
     gh.add_release(VLLM, "v0.24.0", published_at="2026-07-02T00:00:00Z")
+    return fix["sha"]
+
+
+def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
+    tmp_path, fake_github, monkeypatch
+):
+    gh = fake_github
+    _seed(gh)
     with FakeRegistry() as reg:
         reg.add_image("vllm/vllm-openai", "v0.23.1")
         reg.add_image("vllm/vllm-openai", "v0.24.0")
@@ -136,6 +153,13 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
             in page
         )
         assert "Not ready to test on its pin v0.23.1: v0.24.0 would carry the fix." in page
+        # every blocker is cleared upstream, but not in the build the recipe runs
+        assert _page_status(tmp_path) == (
+            "blocked",
+            "blocked: vllm-tp2 is not ready to test on its pin (marlin-pad: fixed upstream in"
+            " vllm#45295 (2026-06-30); not in our pin v0.23.1; first in v0.24.0)",
+        )
+        assert "its upstream fixes have landed, not yet in the build it runs" in page
         assert "not in our pin v0.23.1; first in v0.24.0." in _sticky(cfg)
         assert _started(cfg) == []  # a run on v0.23.1 would test a build without the fix
 
@@ -145,4 +169,78 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
     page = _page(tmp_path)
     assert "Fixed upstream in `vllm#45295` (2026-06-30); in our pin v0.24.0." in page
     assert "not in our pin" not in page and "Not ready to test on its pin" not in page
+    assert _page_status(tmp_path)[0] == "ready-to-test"
     assert _started(cfg) == ["vllm-tp2"]
+
+
+def test_a_fix_merging_this_cycle_never_flips_the_page_to_ready_and_back(
+    tmp_path, fake_github, monkeypatch
+):
+    """The pins are compared after the judge, so the pages' transitions wait for them: no
+    `ready-to-test` event (and no comment) for a page its pin holds."""
+    from watcher.store.db import Store
+
+    gh = fake_github
+    sha = _seed(gh, merged=False)
+    with FakeRegistry() as reg:
+        reg.add_image("vllm/vllm-openai", "v0.23.1")
+        monkeypatch.setenv("WATCHER_REGISTRY_MAP", f"docker.io={reg.url}")
+        cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.23.1")
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+        assert _page_status(tmp_path)[0] == "blocked"
+        gh.update(VLLM, 45295, merged=True, merge_commit_sha=sha, merged_at="2026-06-30T10:00:00Z")
+        with GitHubClient(gh.url, token="test-token") as client:
+            report = run_cycle(cfg, now=NOW + timedelta(minutes=5), client=client, no_smoke=True)
+    assert _page_status(tmp_path)[0] == "blocked"
+    assert "not in our pin v0.23.1" in _page_status(tmp_path)[1]
+    store = Store(cfg.db_path)
+    try:
+        pages = [(e["old"], e["new"]) for e in store.events() if e["kind"] == "page"]
+    finally:
+        store.close()
+    assert pages == [(None, "blocked")]  # the first sighting only
+    assert [e for e in report.events if e["kind"] == "blocker"]  # the blocker did move
+
+
+TRACKER = """# Upstream tracker
+
+## vLLM
+
+| Issue / PR | Status | Why it matters | Workaround |
+|---|---|---|---|
+| [vllm#45295](https://github.com/vllm-project/vllm/pull/45295) | 🟢 Landed | Marlin pads int4 weights. | `patches/marlin/` |
+"""
+
+
+def _tracker_row(tmp_path) -> str:
+    text = (tmp_path / "docs" / "UPSTREAM.audit.md").read_text(encoding="utf-8")
+    return next(line for line in text.splitlines() if line.startswith("| [vllm#45295]"))
+
+
+def test_the_tracker_says_landed_only_once_the_fix_is_in_our_pin(
+    tmp_path, fake_github, monkeypatch
+):
+    """The audited tracker's 🟢 needs the fix in the pin of every recipe of that engine."""
+    gh = fake_github
+    _seed(gh)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "UPSTREAM.md").write_text(TRACKER, encoding="utf-8")
+    tracker = '\n[tracker]\nsource = "docs/UPSTREAM.md"\n'
+    with FakeRegistry() as reg:
+        reg.add_image("vllm/vllm-openai", "v0.23.1")
+        reg.add_image("vllm/vllm-openai", "v0.24.0")
+        monkeypatch.setenv("WATCHER_REGISTRY_MAP", f"docker.io={reg.url}")
+        cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.23.1", tracker)
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+        row = _tracker_row(tmp_path)
+        assert "⚠️ **disagrees**: tracker 🟢, GitHub 🔵" in row  # merged, not in v0.23.1
+        assert "· not in our pin ·" in row
+
+        cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.24.0", tracker)
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=NOW + timedelta(minutes=5), client=client, no_smoke=True)
+    row = _tracker_row(tmp_path)
+    assert "⚠️" not in row and "disagrees" not in row
+    assert "· in our pin ·" in row and row.split("|")[5].strip().startswith("🟢")

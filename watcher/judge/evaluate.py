@@ -15,6 +15,7 @@ from typing import Any
 
 from watcher.config.model import Blocker, Config, Page, Recipe
 from watcher.judge.compare import BELOW, CLEARS, rejudge, speed_phrase
+from watcher.judge.pins import held_phrase
 from watcher.judge.states import item_satisfied, item_unreadable
 from watcher.judge.views import item_phrase, project_name
 from watcher.store.smokerun import SmokeResult
@@ -46,6 +47,7 @@ class PageStatus:
     parked: dict[str, Any] | None = None
     # the relative verdict behind `validated` or a `parked` below the floor: both figures
     comparison: dict[str, Any] | None = None
+    held_by_pin: tuple[str, ...] = ()  # cleared recipes whose fixes are not in their pins
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,10 @@ def evaluate_page(
     latest: dict[str, dict],
     previous: str | None,
     today: date,
+    pins: dict[str, dict[str, Any]] | None = None,
 ) -> PageStatus:
+    """The page's status. `pins` (recipe -> stored pin): a recipe whose cleared blockers are
+    fixed upstream but not in its pin is not ready to test on it; the page stays `blocked`."""
     if p.park and _active(p.park.until, today):
         until = f" until {p.park.until.isoformat()}" if p.park.until else ""
         return PageStatus(
@@ -383,21 +388,40 @@ def evaluate_page(
         return PageStatus(
             p.id, "blocked", f"blocked by {', '.join(open_)}", p.blockers, latest_runs=runs
         )
-    if ready:
+    held = {r.id: _held(r, blockers, pins) for r in ready}
+    on_pin = [r for r in ready if not held[r.id]]
+    if on_pin:
         return PageStatus(
             p.id,
             "ready-to-test",
-            f"every blocker of {ready[0].id} is cleared; a smoke run on target hardware decides",
+            f"every blocker of {on_pin[0].id} is cleared; a smoke run on target hardware decides",
             p.blockers,
             latest_runs=runs,
         )
     reasons = []
     for r in recipes:
+        if held.get(r.id):
+            reasons.append(f"{r.id} is not ready to test on its pin ({held[r.id]})")
+            continue
         open_ = [b for b in r.blockers if blockers[b].status not in CLEARED]
         reasons.append(f"{r.id} by {', '.join(f'{b} ({blockers[b].status})' for b in open_)}")
     return PageStatus(
-        p.id, "blocked", "blocked: " + "; ".join(reasons), p.blockers, latest_runs=runs
+        p.id,
+        "blocked",
+        "blocked: " + "; ".join(reasons),
+        p.blockers,
+        latest_runs=runs,
+        held_by_pin=tuple(r for r, why in held.items() if why),
     )
+
+
+def _held(
+    r: Recipe, blockers: dict[str, BlockerStatus], pins: dict[str, dict[str, Any]] | None
+) -> str | None:
+    """Why its pin holds a cleared recipe (its fixes are upstream, not in the build), or None."""
+    if not pins or r.id not in pins:
+        return None
+    return held_phrase(pins[r.id], {b: blockers[b].status for b in r.blockers})
 
 
 def _floor_verdict(recipe: Recipe, run: dict[str, Any]) -> str:
@@ -446,8 +470,9 @@ def evaluate(
     runs: list[dict[str, Any]],
     previous: dict[str, dict],
     now: datetime,
+    pins: dict[str, dict[str, Any]] | None = None,
 ) -> Evaluation:
-    """Pure: config + stored item rows + smoke runs + previous statuses -> statuses."""
+    """Pure: config + stored item rows + smoke runs + previous statuses (+ stored pins) -> statuses."""
     today = now.date()
     latest = latest_target_runs(runs)
     blockers = {
@@ -456,7 +481,13 @@ def evaluate(
     }
     pages = {
         p.id: evaluate_page(
-            p, cfg, blockers, latest, (previous.get(f"page:{p.id}") or {}).get("status"), today
+            p,
+            cfg,
+            blockers,
+            latest,
+            (previous.get(f"page:{p.id}") or {}).get("status"),
+            today,
+            pins,
         )
         for p in cfg.pages
     }

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from watcher.config.tracker import Link
+from watcher.judge.audit import PinCheck
+
 IN_PIN, AWAITING_PIN = "in-pin", "awaiting-pin"
 
 
@@ -94,6 +97,45 @@ def readiness(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str,
         "newer_builds": newer,
         "gone": gone(pin),
     }
+
+
+def held_phrase(pin: dict[str, Any] | None, blockers: dict[str, str]) -> str | None:
+    """Why a recipe whose blockers are cleared is still not ready to test on its pin, in the
+    guide's words ("vllm-marlin: fixed upstream in vllm#45295 (2026-06-30); not in our pin
+    v0.23.1; first in v0.24.0"), or None when nothing holds it."""
+    held = readiness(pin, blockers)["held_by_pin"]
+    if not held:
+        return None
+    fixes = (view(pin) or {}).get("fixes") or []
+    return "; ".join(
+        f"{b}: " + ", ".join(f["text"] for f in fixes if f.get("blocker") == b) for b in held
+    )
+
+
+def tracker_check(pins: dict[str, dict[str, Any]]) -> PinCheck:
+    """The tracker's PinCheck from the stored pins: a merged link is in our pin when its fix is
+    in the pin of every recipe whose engine lives in the fix's repository; None when no recipe
+    pins that engine, one of those pins resolves to no commit, or no compare of this fix with it
+    is stored (the pins compare only the fixes of a recipe's own blockers)."""
+
+    def check(link: Link, row: dict[str, Any]) -> bool | None:
+        details = row.get("details") or {}
+        sha = details.get("merge_commit_sha")
+        repo = (details.get("superseded_repo") or row.get("repo") or link.repo or "").lower()
+        mine = [p for p in pins.values() if p.get("repo") and p["repo"].lower() == repo]
+        if not sha or not mine:
+            return None
+        states = []
+        for pin in mine:
+            if not (pin.get("resolved") or {}).get("sha"):
+                return None
+            found = [f for f in pin.get("fixes") or [] if f.get("fix_sha") == sha]
+            states.append(fix_state(found[0].get("compare")) if found else None)
+        if AWAITING_PIN in states:
+            return False
+        return True if all(s == IN_PIN for s in states) else None
+
+    return check
 
 
 def recipe_view(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from watcher.config.model import Config, Item, Settings
 from watcher.core.clock import iso, utcnow
 from watcher.core.files import atomic_write
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects, transitions
+from watcher.judge.pins import tracker_check
 from watcher.judge.states import evidence_key
 from watcher.notify.plan import with_snoozes
 from watcher.notify.send import notify_status, run_notify
@@ -272,9 +273,14 @@ def apply_observations(
 
 
 def record_transitions(
-    store: Store, cycle_id: int, ev: Evaluation, at: str, snoozed: bool = False
+    store: Store,
+    cycle_id: int,
+    ev: Evaluation,
+    at: str,
+    snoozed: bool = False,
+    kinds: tuple[str, ...] = ("blocker", "page"),
 ) -> list[dict[str, Any]]:
-    """Store status transitions as events and remember the new statuses.
+    """Store status transitions as events and remember the new statuses (of `kinds` only).
 
     `snoozed`: every change that caused them came from snoozed items, so the events are marked
     and neither smoke triggers nor comments act on them.
@@ -284,7 +290,7 @@ def record_transitions(
     ):
         return []  # nothing read or tested yet: no status is known, so none is recorded
     previous = store.statuses()
-    current = ev.statuses()
+    current = {k: v for k, v in ev.statuses().items() if k.partition(":")[0] in kinds}
     events = []
     for key, old, new in transitions(previous, current):
         kind, _, subject = key.partition(":")
@@ -447,6 +453,9 @@ class _Run:
     ev: Evaluation | None = None
     stage: str = "start"
     poller: Poller | None = None
+    # pins are read after the judge: page transitions wait for them (no ready-then-blocked flap)
+    pins_due: bool = False
+    quiet: bool = False
 
 
 def _cycle(
@@ -463,13 +472,14 @@ def _cycle(
     started = time.monotonic()
     now = now or utcnow()
     run = _Run(cfg, store, now, iso(now), offline, started, client)
+    run.pins_due = write and not offline and bool(cfg.recipes)
     try:
         _begin(run)
         _poll(run)
         _save(run)  # store and judge, in one transaction
         # Smoke runs take minutes (hours when dispatched): they run outside any transaction, so
         # readers and `watcher smoke` are never locked out; each result is stored as it lands.
-        if write and not offline and run.cfg.recipes:
+        if run.pins_due:
             _pins(run)
         if write and not no_smoke and not offline:
             _smoke_triggers(run)
@@ -559,7 +569,8 @@ def _unread_note(store: Store, at: str, first: str) -> str:
 
 
 def _save(run: _Run) -> None:
-    """Store what was read and judge it, in one transaction: all of it lands, or none."""
+    """Store what was read and judge it, in one transaction: all of it lands, or none. When the
+    pins are read this cycle, the pages' transitions are recorded after them (see _pins)."""
     run.stage = "save"
     with run.store.transaction():
         _store_observations(run)
@@ -582,15 +593,22 @@ def _store_observations(run: _Run) -> None:
 def _judge(run: _Run) -> None:
     """Evaluate every blocker, recipe and page; record the status changes as events."""
     store, report = run.store, run.report
-    run.ev = evaluate(run.cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now)
-    quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
-    report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at, snoozed=quiet))
+    run.ev = evaluate(
+        run.cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now, store.pins()
+    )
+    run.quiet = bool(report.events) and all(e.get("snoozed") for e in report.events)
+    kinds = ("blocker",) if run.pins_due else ("blocker", "page")
+    report.events.extend(
+        record_transitions(store, report.cycle_id, run.ev, run.at, snoozed=run.quiet, kinds=kinds)
+    )
 
 
 def _pins(run: _Run) -> None:
     """Each recipe's pin: resolved, compared with the tracked fixes, and (on its own schedule,
     [smoke] pin_check_every) checked to still exist. A registry or GitHub failure makes a pin
-    stale; nothing here stops the cycle."""
+    stale; nothing here stops the cycle. Then the pages are judged and their transitions
+    recorded: a fix merged upstream but not in a recipe's pin holds its page from the cycle it
+    merged in, so the page never flips ready-to-test and back in one cycle."""
     from datetime import timedelta
 
     from watcher.github.client import GitHubClient
@@ -619,6 +637,13 @@ def _pins(run: _Run) -> None:
                 client.close()
     except Exception as e:  # noqa: BLE001 (one stage's failure is logged, never the cycle's)
         log.warning("pins: not refreshed this cycle: %s: %s", type(e).__name__, e)
+    with store.transaction():
+        run.ev = evaluate(
+            cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now, store.pins()
+        )
+        run.report.events.extend(
+            record_transitions(store, run.report.cycle_id, run.ev, run.at, snoozed=run.quiet)
+        )
 
 
 def _smoke_triggers(run: _Run) -> None:
@@ -641,7 +666,7 @@ def _smoke_triggers(run: _Run) -> None:
         report.events.extend(smoke_events)
         with store.transaction():
             run.ev = evaluate(
-                cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now
+                cfg, store.items(), store.evaluation_runs(), store.statuses(), run.now, store.pins()
             )
             report.events.extend(record_transitions(store, report.cycle_id, run.ev, run.at))
 
@@ -667,7 +692,9 @@ def _publish(run: _Run, write: bool) -> None:
             cfg, store, run.ev, run.at, report.offline_note, write=write, attempt=attempt
         )
         if cfg.tracker is not None:
-            report.tracker = publish_tracker(cfg, store.items(), run.at, write=write)
+            report.tracker = publish_tracker(
+                cfg, store.items(), run.at, write=write, pins=tracker_check(store.pins())
+            )
             if report.tracker.get("error"):
                 log.warning("tracker: %s", report.tracker["error"])
         report.status = status_document(

@@ -175,7 +175,9 @@ def run_demo(folder: Path, say: Callable[[str], None]) -> dict[str, Path]:
         store = Store(cfg.db_path)
         try:
             now = utcnow()
-            ev = evaluate(cfg, store.items(), store.smoke_runs(), store.statuses(), now)
+            ev = evaluate(
+                cfg, store.items(), store.smoke_runs(), store.statuses(), now, store.pins()
+            )
             result = run_notify(cfg, store, ev, now=now, dry_run=True)
         finally:
             store.close()

@@ -256,6 +256,7 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
             validated_run=status.validated_run,
             gpu=gpu,
             parked=status.parked,
+            held_by_pin=bool(status.held_by_pin),
         ),
         "status_since": since,
         "open_blockers": open_blockers,

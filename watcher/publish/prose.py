@@ -102,10 +102,14 @@ def headline(
     validated_run: dict[str, Any] | None = None,
     gpu: str = "the target GPU",
     parked: dict[str, Any] | None = None,
+    held_by_pin: bool = False,
 ) -> str:
-    """The page's one-line answer: 'blocked for 47 days on 2 upstream fixes'."""
+    """The page's one-line answer: 'blocked for 47 days on 2 upstream fixes'. `held_by_pin`: a
+    recipe's fixes have landed upstream but not in the build it runs."""
     days = days_between(since, now)
     for_days = f" for {plural(days, 'day')}" if days else ""
+    if status == "blocked" and held_by_pin and not open_blockers:
+        return f"blocked{for_days}: its upstream fixes have landed, not yet in the build it runs"
     if status == "blocked":
         return f"blocked{for_days} on {plural(open_blockers, 'upstream fix', 'upstream fixes')}"
     if status == "ready-to-test":

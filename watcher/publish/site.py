@@ -273,7 +273,9 @@ def render_site(
     now = now or utcnow()
     generated_at = iso(now)
     if ev is None:
-        ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), now)
+        ev = evaluate(
+            cfg, store.items(), store.evaluation_runs(), store.statuses(), now, store.pins()
+        )
     if status_doc is None:
         cycle = store.last_finished_cycle(polled_only=True) or store.last_finished_cycle()
         status_doc = status_document(
