@@ -3,6 +3,7 @@ its recipe's pin stays `blocked`, and the tracker's 🟢 needs the fix in every 
 
 from __future__ import annotations
 
+from kits.pinkit import VLLM, marlin_watch
 from kits.triggerkit import NOW
 from kits.watchtoml import load_watch
 
@@ -10,7 +11,6 @@ from watcher.config.tracker import Link
 from watcher.judge.evaluate import evaluate
 from watcher.judge.pins import tracker_check
 
-VLLM = "vllm-project/vllm"
 FIX = "f" * 40
 ITEMS = {
     "marlin-fix": {
@@ -22,31 +22,7 @@ ITEMS = {
 }
 LINK = Link(VLLM, "pull", "45295", f"https://github.com/{VLLM}/pull/45295")
 
-WATCH = f"""
-[[item]]
-id = "marlin-fix"
-repo = "{VLLM}"
-kind = "pull"
-number = 45295
-
-[[blocker]]
-id = "marlin-pad"
-title = "Marlin pad"
-items = ["marlin-fix"]
-
-[[recipe]]
-id = "vllm-tp2"
-engine = "vllm"
-blockers = ["marlin-pad"]
-command = ["vllm", "serve", "m"]
-
-[[page]]
-id = "vllm"
-title = "vLLM"
-output = "out/VLLM.md"
-blockers = ["marlin-pad"]
-recipes = ["vllm-tp2"]
-"""
+WATCH = marlin_watch(["vllm", "serve", "m"])
 
 
 def pin(compare: str | None, ref: str = "v0.23.1", sha: str | None = "a" * 40) -> dict:

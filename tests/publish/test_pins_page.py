@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from kits.pinkit import VLLM, marlin_watch
 from kits.triggerkit import NOW
 from kits.watchtoml import write_watch
 
@@ -14,45 +15,11 @@ from watcher.fakes.registry import FakeRegistry
 from watcher.github.client import GitHubClient
 from watcher.loop.cycle import run_cycle
 
-VLLM = "vllm-project/vllm"
-
 
 def _watch(tmp_path, gh, image: str, extra: str = ""):
     command = ["docker", "run", "--rm", image, "--model", "m"]
-    write_watch(
-        tmp_path,
-        f"""
-[watcher]
-github_api_url = "{gh.url}"
-data_dir = "data"
-site_dir = "site"
-
-[[item]]
-id = "marlin-fix"
-repo = "{VLLM}"
-kind = "pull"
-number = 45295
-
-[[blocker]]
-id = "marlin-pad"
-title = "Marlin pad"
-items = ["marlin-fix"]
-
-[[recipe]]
-id = "vllm-tp2"
-engine = "vllm"
-blockers = ["marlin-pad"]
-command = {json.dumps(command)}
-
-[[page]]
-id = "vllm"
-title = "vLLM"
-output = "out/VLLM.md"
-blockers = ["marlin-pad"]
-recipes = ["vllm-tp2"]
-"""
-        + extra,
-    )
+    head = f'[watcher]\ngithub_api_url = "{gh.url}"\ndata_dir = "data"\nsite_dir = "site"\n'
+    write_watch(tmp_path, marlin_watch(command, head) + extra)
     return load_config(tmp_path / "watch.toml")
 
 
