@@ -195,6 +195,11 @@ def cli(ctx: click.Context, verbose: int) -> None:
     help="Take over a hand-kept page (its prose kept as fragments; the diff is shown), or make"
     " the upstream tracker (docs/UPSTREAM.md) the watch list.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --adopt PAGE: print the diff of watch.toml and of the page, and write nothing.",
+)
 def init(
     directory: Path,
     github: bool,
@@ -203,6 +208,7 @@ def init(
     scan: Path | None,
     include_all: bool,
     adopt: Path | None,
+    dry_run: bool,
 ) -> None:
     """Write the default watch list (watch.toml) and its prose fragments into DIRECTORY.
 
@@ -210,7 +216,9 @@ def init(
     --github an existing watch.toml is an error; with --github (DIRECTORY is the guide's
     repository) the workflows are derived from the watch.toml found or written there.
     A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
-    hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
+    hand-written sections as fragments, shown where they stood (a page that says "Status
+    (2026-05-21): PARKED" is parked in watch.toml with that date), prints what changes (a
+    unified diff of watch.toml and the page), then takes it over; with --dry-run it only prints.
     --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
     to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
     the tracker itself is only read, and each cycle writes its audited copy.
@@ -224,6 +232,8 @@ def init(
     Example: watcher init --github ~/src/my-guide
 
     Example: watcher init --github --adopt docs/engines/SGLANG.md ~/src/my-guide
+
+    Example: watcher init --adopt docs/engines/SGLANG.md --dry-run ~/src/my-guide
 
     Example: watcher init --adopt docs/UPSTREAM.md ~/src/my-guide
 
@@ -243,6 +253,12 @@ def init(
         return
     if (smoke or install) and not github:
         raise click.UsageError("--smoke and --install go with --github")
+    if dry_run:
+        if not adopt or github:
+            raise click.UsageError("--dry-run goes with --adopt PAGE (and without --github)")
+        page = adopt if adopt.is_absolute() or adopt.exists() else directory / adopt
+        _adopt(directory / "watch.toml", page, dry_run=True)
+        return
     if install:
         from watcher.onboard.scaffold import install_problem
 
@@ -316,26 +332,47 @@ def _install_not_applied(install: str, kept: list[Path]) -> None:
         )
 
 
-def _adopt(config: Path, page: Path) -> None:
+def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
+    from watcher.config.load import parse_config
     from watcher.onboard.adopt import adopt_page, writes_page
     from watcher.onboard.adopt_tracker import adopt_tracker, describe, is_tracker
 
-    cfg = _config(str(config))
+    text = None
+    if config.exists():
+        cfg = _config(str(config))
+    else:  # --dry-run on a guide with no watch.toml yet: the one init would write
+        text = default_config_text()
+        cfg = parse_config(text, config)
     if page.is_file() and not writes_page(cfg, page) and is_tracker(page):
+        if dry_run:
+            raise click.UsageError("--dry-run adopts a page, not the upstream tracker")
         for line in describe(adopt_tracker(cfg, page)):
             click.echo(line, err=True)
         return
-    done = adopt_page(cfg, page)
+    done = adopt_page(cfg, page, dry_run=dry_run, config_text=text)
+    if done.already:
+        click.echo(f"{page} is already written by watcher; nothing to adopt", err=True)
+        return
     if done.diff:
         click.echo(done.diff)
+    verb = "would keep" if dry_run else "kept"
     for path in done.fragments:
-        click.echo(f"kept the hand-written prose in {path}", err=True)
-    for path in done.kept:
+        click.echo(f"{verb} the hand-written prose in {path}", err=True)
+    for path in done.edited:
         click.echo(
-            f"saved {path} (not shown: watcher generates this section; move what you need into"
-            " a fragment)",
+            f"left {path} as it is (edited since; the hand page's text not written)", err=True
+        )
+    if done.parked and done.status:
+        click.echo(
+            f"{'would park' if dry_run else 'parked'} page in {config.name} since"
+            f" {done.status.since}, as the hand-kept page says: {done.status.reason}",
             err=True,
         )
+    if dry_run:
+        click.echo(
+            f"dry run: nothing written ({done.added} lines added, {done.removed} removed)", err=True
+        )
+        return
     click.echo(
         f"took over {done.path}: {done.added} lines added, {done.removed} removed (diff above);"
         " from now on each cycle regenerates it",

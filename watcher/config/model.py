@@ -256,6 +256,7 @@ class BisectSettings:
 class Park:
     reason: str
     until: date | None = None
+    since: date | None = None  # when the maintainers parked it (adopted from the page's own line)
 
 
 @dataclass(frozen=True)

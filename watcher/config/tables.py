@@ -239,7 +239,11 @@ def read_page(r: TableReader) -> Page:
     pr = r.sub("park")
     park = None
     if pr is not None:
-        park = Park(reason=pr.get("reason", str, required=True), until=pr.date("until"))
+        park = Park(
+            reason=pr.get("reason", str, required=True),
+            until=pr.date("until"),
+            since=pr.date("since"),
+        )
         pr.done()
     p = Page(
         id=r.ident(),

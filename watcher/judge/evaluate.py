@@ -316,6 +316,7 @@ def evaluate_page(
                 "by": "maintainer",
                 "reason": p.park.reason,
                 "until": p.park.until.isoformat() if p.park.until else None,
+                "since": p.park.since.isoformat() if p.park.since else None,
             },
         )
     recipes = [cfg.recipe(r) for r in p.recipes]

@@ -1,79 +1,48 @@
 """`watcher init --adopt PAGE`: take over a hand-kept page without losing a word of it.
 
-A guide that already has its page (docs/engines/SGLANG.md, written by hand) keeps its prose: the
-sections watcher does not generate (the introduction, Pros, See also, Tuning notes) become the
-page's fragments, every other section is saved beside them (`adopted-<section>.md`, read by
-nobody, for the maintainer to move into blocker fragments), the diff between the hand-kept file
-and the generated one is shown, and only then is the file replaced. Afterwards the file carries
-watcher's generated-by marker, which is how every later cycle knows it may rewrite it.
+A guide that already has its page (docs/engines/SGLANG.md, written by hand) keeps every section
+of it on the generated page, where it stood (adopt_plan.py says which fragment holds which); a
+page that says "Status (2026-05-21): PARKED" gets `[page.park]` with that date and reason in
+watch.toml, so the first generated page says the same. The diff of watch.toml and of the page is
+shown, and only then are the files written (`--dry-run`: shown, nothing written). A fragment the
+maintainer already edited is never overwritten, and adopting the same page again changes
+nothing. Afterwards the file carries watcher's generated-by marker, which is how every later
+cycle knows it may rewrite it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
+import shutil
+import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from watcher.config.load import parse_config
 from watcher.config.model import Config, Page
 from watcher.core.errors import WatcherError
 from watcher.core.files import atomic_write
+from watcher.onboard.adopt_plan import HandStatus, plan_adoption
+from watcher.onboard.adopt_tracker import toml_string
 from watcher.publish.page import GENERATED_MARKER, package_templates
-
-# hand-kept headings -> the fragment that holds them on the generated page
-SECTION_FRAGMENTS = {
-    "pros": "pros",
-    "see also": "see-also",
-    "tuning": "tuning",
-    "tuning notes": "tuning",
-}
 
 
 @dataclass
 class Adoption:
-    """What `adopt_page` did, for the CLI to say."""
+    """What `adopt_page` did (or, dry, would do), for the CLI to say."""
 
     path: Path
-    diff: str
-    fragments: list[Path] = field(default_factory=list)  # hand prose the page now shows
-    kept: list[Path] = field(default_factory=list)  # hand sections saved, not shown
+    diff: str = ""  # watch.toml's diff, then the page's
+    fragments: list[Path] = field(default_factory=list)  # hand prose written as fragments
+    edited: list[Path] = field(default_factory=list)  # the maintainer's own edits, left as they are
+    status: HandStatus | None = None  # the status the hand page gave itself
+    parked: bool = False  # [page.park] added from it
+    already: bool = False  # the page is watcher's already: nothing to adopt
     added: int = 0
     removed: int = 0
-
-
-def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """(intro, [(heading, body)]) of a Markdown page: the intro is what follows the H1 up to the
-    first H2 or `---` rule; each H2 section runs to the next H2 (rules and blank edges dropped)."""
-    lines = text.splitlines()
-    if lines and lines[0].startswith("# "):
-        lines = lines[1:]
-    intro: list[str] = []
-    sections: list[tuple[str, list[str]]] = []
-    in_intro = True
-    for line in lines:
-        if line.startswith("## "):
-            in_intro = False
-            sections.append((line[3:].strip(), []))
-        elif in_intro:
-            if line.strip() in ("---", "***", "___"):
-                in_intro = False
-                continue
-            intro.append(line)
-        elif sections:
-            sections[-1][1].append(line)
-    body = [
-        (h, "\n".join(x for x in b if x.strip() not in ("---", "***")).strip()) for h, b in sections
-    ]
-    return "\n".join(intro).strip(), body
-
-
-def fragment_for(heading: str) -> str | None:
-    key = re.sub(r"\s*\(.*\)\s*$", "", heading).strip().lower()
-    return SECTION_FRAGMENTS.get(key)
-
-
-def slug(heading: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", heading.lower())[:40].strip("-") or "section"
 
 
 def writes_page(cfg: Config, path: Path) -> bool:
@@ -94,56 +63,126 @@ def page_for(cfg: Config, path: Path) -> Page:
     )
 
 
-def adopt_page(cfg: Config, path: Path) -> Adoption:
-    """Keep the hand-kept page's prose as fragments, render the page, show the diff, take over."""
+def with_park(text: str, page_id: str, status: HandStatus, path: Path) -> str:
+    """watch.toml's text with `[page.park]` (reason, since) right after the page's own keys;
+    every other line as it was. Checked by reading both texts back."""
+    lines = text.splitlines(keepends=True)
+    block = None
+    for n, line in enumerate(lines):
+        if re.match(r"\s*\[", line):
+            block = n if re.match(r"\s*\[\[page\]\]\s*(#.*)?$", line) else None
+        elif block is not None and re.match(rf"\s*id\s*=\s*[\"']{re.escape(page_id)}[\"']", line):
+            break
+    else:
+        block = None
+    park = (
+        "\n[page.park]  # the hand-kept page's own status (watcher init --adopt)\n"
+        f"reason = {toml_string(status.reason)}\nsince = {status.since.isoformat()}\n"
+    )
+    new = None
+    if block is not None:
+        end = block + 1
+        while end < len(lines) and not re.match(r"\s*\[", lines[end]):
+            end += 1
+        last = max(
+            k
+            for k in range(block, end)
+            if lines[k].strip() and not lines[k].lstrip().startswith("#")
+        )
+        head = "".join(lines[: last + 1])
+        new = (head if head.endswith("\n") else head + "\n") + park + "".join(lines[last + 1 :])
+        want = tomllib.loads(text)
+        for table in want.get("page", []):
+            if table.get("id") == page_id:
+                table["park"] = {"reason": status.reason, "since": status.since}
+        if tomllib.loads(new) != want:
+            new = None
+    if new is None:
+        raise WatcherError(
+            f"{path}: could not add [page.park] to the [[page]] with id {page_id!r};"
+            f" add it by hand under that page, then adopt again:\n{park.strip()}"
+        )
+    return new
+
+
+def adopt_page(
+    cfg: Config, path: Path, *, dry_run: bool = False, config_text: str | None = None
+) -> Adoption:
+    """Plan the fragments and the park, render the page from them, show the diff, then write
+    (unless `dry_run`). `config_text`: watch.toml as it would be when it is not written yet."""
     from watcher.loop.cycle import run_cycle
 
     if not path.is_file():
         raise WatcherError(f"{path}: no such file to adopt")
     old = path.read_text(encoding="utf-8")
     if GENERATED_MARKER in old:
-        raise WatcherError(f"{path} is already written by watcher; nothing to adopt")
+        return Adoption(path=path, already=True)
     page = page_for(cfg, path)
-    folder = cfg.resolve(page.fragments) if page.fragments else None
-    if folder is None:
+    if not page.fragments:
         raise WatcherError(
             f"{cfg.path}: [[page]] {page.id} has no `fragments` folder to keep the hand prose in"
         )
-    out = Adoption(path=path, diff="")
-    intro, sections = split_sections(old)
-    wanted: list[tuple[str, str]] = []
-    if intro:
-        wanted.append(("intro", intro))
-    for heading, body in sections:
-        if not body:
-            continue
-        name = fragment_for(heading)
-        wanted.append((name, body) if name else (f"adopted-{slug(heading)}", body))
-    defaults = package_templates() / "fragments" / page.id
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, body in wanted:
-        dest = folder / f"{name}.md"
-        default = defaults / f"{name}.md"
-        untouched = dest.exists() and default.exists() and dest.read_bytes() == default.read_bytes()
-        if dest.exists() and not untouched:
-            dest = folder / f"adopted-{name}.md"  # a maintainer's own edit stays as it is
-            if dest.exists():
-                continue
-        dest.write_text(body + "\n", encoding="utf-8")
-        (out.kept if dest.stem.startswith("adopted-") else out.fragments).append(dest)
-    report = run_cycle(cfg, offline=True, dry_run=True)
-    new = report.pages[page.id]["text"]
-    diff = list(
-        difflib.unified_diff(
-            old.splitlines(),
-            new.splitlines(),
-            f"{path} (hand-kept)",
-            f"{path} (watcher)",
-            lineterm="",
+    folder = cfg.resolve(page.fragments)
+    plan = plan_adoption(old)
+    out = Adoption(path=path, status=plan.status)
+    old_config = cfg.path.read_text(encoding="utf-8") if config_text is None else config_text
+    new_config = old_config
+    if plan.status and plan.status.word == "parked" and page.park is None:
+        new_config = with_park(old_config, page.id, plan.status, cfg.path)
+        out.parked = True
+    writes = _fragment_writes(folder, package_templates() / "fragments" / page.id, plan, out)
+    staged = Path(tempfile.mkdtemp(prefix="watcher-adopt-"))
+    try:
+        if folder.is_dir():
+            shutil.copytree(folder, staged, dirs_exist_ok=True)
+        for dest, text in writes:
+            (staged / dest.name).write_text(text, encoding="utf-8")
+        new_cfg = parse_config(new_config, cfg.path)  # never a watch.toml that does not load
+        pages = tuple(
+            dataclasses.replace(p, fragments=str(staged)) if p.id == page.id else p
+            for p in new_cfg.pages
         )
-    )
-    out.diff = "\n".join(diff)
-    out.added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
-    out.removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
+        report = run_cycle(dataclasses.replace(new_cfg, pages=pages), offline=True, dry_run=True)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    new = report.pages[page.id]["text"]
+    name = cfg.path.name
+    config_diff = _diff(old_config, new_config, f"{name} (now)", f"{name} (adopted)")
+    page_diff = _diff(old, new, f"{path} (hand-kept)", f"{path} (watcher)")
+    out.diff = "\n".join(config_diff + page_diff)
+    out.added = sum(1 for d in page_diff if d.startswith("+") and not d.startswith("+++"))
+    out.removed = sum(1 for d in page_diff if d.startswith("-") and not d.startswith("---"))
+    if dry_run:
+        return out
+    folder.mkdir(parents=True, exist_ok=True)
+    for dest, text in writes:
+        atomic_write(dest, text)
+    if new_config != old_config:
+        atomic_write(cfg.path, new_config)
     atomic_write(path, new)
     return out
+
+
+def _fragment_writes(folder: Path, defaults: Path, plan, out: Adoption) -> list[tuple[Path, str]]:
+    """The fragments to write: new ones, and packaged defaults nobody edited. A file that holds
+    the same text already is left (re-adopting changes nothing); one the maintainer edited is
+    left and named."""
+    writes = []
+    for name, body in plan.fragments.items():
+        dest = folder / f"{name}.md"
+        text = body + "\n"
+        if dest.exists():
+            now = dest.read_bytes()
+            default = defaults / dest.name
+            if now.decode("utf-8", "replace").strip("\n") == body.strip("\n"):
+                continue
+            if not (default.exists() and now == default.read_bytes()):
+                out.edited.append(dest)
+                continue
+        writes.append((dest, text))
+        out.fragments.append(dest)
+    return writes
+
+
+def _diff(old: str, new: str, a: str, b: str) -> list[str]:
+    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), a, b, lineterm=""))

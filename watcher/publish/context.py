@@ -240,6 +240,8 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
     """The page's own status, headline, freshness words and links (the top of a page)."""
     status = ev.pages[page.id]
     since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
+    if (status.parked or {}).get("by") == "maintainer" and status.parked.get("since"):
+        since = status.parked["since"]  # parked by hand on that day, before watcher knew
     now = prose.now_of(last_checked, (attempt or {}).get("at"))
     open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
     reader_status = shown_status(status.status, never_read)
