@@ -368,6 +368,12 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
             f" {done.status.since}, as the hand-kept page says: {done.status.reason}",
             err=True,
         )
+    if done.title:
+        click.echo(
+            f"the title {done.title!r} is watcher's headline now (the status above says it;"
+            " put any other words of it in a fragment to keep them)",
+            err=True,
+        )
     if dry_run:
         click.echo(
             f"dry run: nothing written ({done.added} lines added, {done.removed} removed)", err=True

@@ -41,6 +41,7 @@ class Adoption:
     status: HandStatus | None = None  # the status the hand page gave itself
     parked: bool = False  # [page.park] added from it
     already: bool = False  # the page is watcher's already: nothing to adopt
+    title: str = ""  # the hand page's H1: watcher's headline takes its place
     added: int = 0
     removed: int = 0
 
@@ -125,6 +126,8 @@ def adopt_page(
     folder = cfg.resolve(page.fragments)
     plan = plan_adoption(old)
     out = Adoption(path=path, status=plan.status)
+    first = old.splitlines()[0] if old.strip() else ""
+    out.title = first[2:].strip() if first.startswith("# ") else ""
     old_config = cfg.path.read_text(encoding="utf-8") if config_text is None else config_text
     new_config = old_config
     if plan.status and plan.status.word == "parked" and page.park is None:
