@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from kits.site_seed import make_config, seed
 
 from watcher.cli import cli
 from watcher.config.load import load_config
 from watcher.core.errors import WatcherError
-from watcher.onboard.adopt import with_park
+from watcher.onboard.adopt import adopt_page, with_park
 from watcher.onboard.adopt_plan import hand_status, split_sections
 from watcher.publish.page import adopted_sections, environment
 
@@ -167,3 +168,21 @@ def test_a_park_that_cannot_be_placed_is_an_error_naming_the_file(tmp_path):
     new = with_park(text.replace('"other"', '"sglang"'), "sglang", status, tmp_path / "watch.toml")
     assert new.startswith(text.replace('"other"', '"sglang"'))
     assert 'reason = "Why"\nsince = 2026-05-21\n' in new
+
+
+def test_once_the_evidence_says_otherwise_the_hand_status_gives_way(tmp_path):
+    cfg = make_config(tmp_path)
+    page = guide(tmp_path)
+    done = adopt_page(cfg, page)
+    assert done.parked and "> **Status: parked** since 2026-05-21." in page.read_text()
+    # the maintainers lift the park; GitHub is read and a week of history stored: blocked
+    text = cfg.path.read_text(encoding="utf-8")
+    cfg.path.write_text(re.sub(r"\n\[page\.park\].*?since = [\d-]+\n", "\n", text, flags=re.S))
+    cfg = load_config(cfg.path)
+    assert next(p for p in cfg.pages if p.id == "sglang").park is None
+    seed(cfg)
+    new = page.read_text(encoding="utf-8")
+    assert "> **Status: blocked**" in new
+    assert "PARKED" not in new and "Currently SGLang doesn't run cleanly" in new
+    for line in hand_lines():  # every other line of the maintainers' stays
+        assert line in new or "PARKED" in line, line
