@@ -186,3 +186,20 @@ def test_once_the_evidence_says_otherwise_the_hand_status_gives_way(tmp_path):
     assert "PARKED" not in new and "Currently SGLang doesn't run cleanly" in new
     for line in hand_lines():  # every other line of the maintainers' stays
         assert line in new or "PARKED" in line, line
+
+
+def test_the_default_template_keeps_every_line_too(tmp_path, monkeypatch):
+    page = guide(tmp_path)
+    assert invoke(["init", "."], tmp_path, monkeypatch).exit_code == 0
+    config = tmp_path / "watch.toml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace('template = "sglang.md.j2"', 'template = "page.md.j2"'))
+    assert invoke(["init", "--adopt", PAGE, "."], tmp_path, monkeypatch).exit_code == 0
+    new = page.read_text(encoding="utf-8")
+    at = 0
+    for line in hand_lines():
+        found = new.find(line, at)
+        assert found >= 0, f"lost or moved: {line!r}"
+        at = found + len(line)
+    assert "Parked by the maintainers since 2026-05-21" in new
+    assert "## Recipes" not in new and "## Blockers" in new  # no untested placeholder recipes
