@@ -368,6 +368,12 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
             f" {done.status.since}, as the hand-kept page says: {done.status.reason}",
             err=True,
         )
+    elif done.status and done.status.word != "parked":
+        click.echo(
+            f"the page says {done.status.word} since {done.status.since}: that paragraph is shown"
+            " while watcher's evidence says the same (or nothing yet), its own sentence after",
+            err=True,
+        )
     if done.title:
         click.echo(
             f"the title {done.title!r} is watcher's headline now (the status above says it;"
