@@ -17,6 +17,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,13 @@ def adopt(tree: Path, page: Path) -> tuple[str, Path]:
 def score(tree: Path, page: Path) -> dict:
     hand = page.read_text(encoding="utf-8")
     new, guide = adopt(tree, page)
+    try:
+        return _score(hand, new, guide)
+    finally:
+        shutil.rmtree(guide, ignore_errors=True)
+
+
+def _score(hand: str, new: str, guide: Path) -> dict:
     lines = hand_lines(hand)
     found = sum(1 for line in lines if line in new)
     at = in_order = 0
