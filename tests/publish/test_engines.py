@@ -1,0 +1,195 @@
+"""A page for every engine of the shelf, the At-a-glance table over them, and one cycle whose
+outputs (pages, table, status.json, site, comment, tracker) never disagree about an engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+from kits.crosscheck import Claim, disagreements, every_claim, glance_claims
+from kits.enginekit import NOW, README, RUNS, config, seed_github, write_guide
+
+from watcher.config.load import load_config, parse_config
+from watcher.core.errors import ConfigError
+from watcher.fakes.github import FakeGitHub
+from watcher.github.client import GitHubClient
+from watcher.judge.evaluate import evaluate
+from watcher.loop.cycle import run_cycle
+from watcher.notify.plan import Bodies
+from watcher.store.db import Store
+
+
+@pytest.fixture(scope="module")
+def guide(tmp_path_factory):
+    """One check-now against the fake GitHub with the five-engine guide; its config, and the
+    sticky comment of each page as notify would post it."""
+    folder = tmp_path_factory.mktemp("guide")
+    with FakeGitHub() as gh:
+        seed_github(gh)
+        cfg = load_config(write_guide(folder, gh.url))
+        store = Store(cfg.db_path)
+        for r in RUNS:
+            store.add_smoke_run(r)
+        store.close()
+        with GitHubClient(gh.url, token="test-token") as client:
+            report = run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+    store = Store(cfg.db_path)
+    try:
+        ev = evaluate(
+            cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW, store.pins()
+        )
+        bodies = Bodies(
+            cfg, ev, store.items(), store.smoke_runs(limit=200), store.statuses(), pins=store.pins()
+        )
+        comments = {p.id: bodies.status(p) for p in cfg.pages}
+    finally:
+        store.close()
+    return cfg, report, comments
+
+
+def _parse(tmp_path, text: str | None = None):
+    """The guide's files in `tmp_path`, and `text` (default: its watch.toml) parsed there."""
+    write_guide(tmp_path, "http://127.0.0.1:1")
+    return parse_config(text or config("http://127.0.0.1:1"), tmp_path / "watch.toml")
+
+
+def _read(cfg, rel: str) -> str:
+    return cfg.resolve(rel).read_text(encoding="utf-8")
+
+
+def test_every_engine_of_the_shelf_has_a_page_and_forks_stay_apart(tmp_path):
+    cfg = _parse(tmp_path)
+    pages = {p.id: p for p in cfg.pages}
+    assert {p.output for p in cfg.pages} == {
+        "docs/engines/SGLANG.md",  # the maintainers' own [[page]] covers SGLang: no second one
+        "docs/engines/VLLM.md",
+        "docs/engines/LLAMA_CPP.md",
+        "docs/engines/IK_LLAMA.md",
+        "docs/engines/LLAMACPP_CLUB3090.md",
+    }
+    assert pages["vllm"].recipes == ("vllm-dual-mtp", "vllm-single")
+    assert pages["ik-llama-cpp"].blockers == ("marlin-pad",)  # its recipes' blockers
+    assert pages["llamacpp-club3090"].title == "llamacpp-club3090"
+    assert pages["sglang"].engine is None and pages["vllm"].engine == "vllm"
+
+
+def test_without_engines_or_with_pages_off_only_the_configured_pages(tmp_path):
+    text = config("http://127.0.0.1:1")
+    off = text.replace("[engines]\n", "[engines]\npages = false\n")
+    assert [p.id for p in _parse(tmp_path, off).pages] == ["sglang"]
+    gone = text.replace('[engines]\nhand = "fragments/engines-readme.md"\n', "")
+    assert [p.id for p in _parse(tmp_path, gone).pages] == ["sglang"]
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "words"),
+    [
+        ('glance = "x.md"\nhand = "x.md"', "hand", "also `glance`"),
+        ('glance = "../elsewhere.md"', "glance", "not a file inside"),
+        ('hand = "fragments/missing.md"', "hand", "does not exist (adopt the guide's copy"),
+        ('glance = "docs/engines/VLLM.md"', "glance", "also a page's output"),
+        ("pages = 1", "pages", ""),
+    ],
+)
+def test_engines_table_errors_name_the_key_and_the_file(tmp_path, table, key, words):
+    text = config("http://127.0.0.1:1").replace(
+        '[engines]\nhand = "fragments/engines-readme.md"\n', f"[engines]\n{table}\n"
+    )
+    with pytest.raises(ConfigError) as e:
+        _parse(tmp_path, text)
+    assert str(tmp_path / "watch.toml") in str(e.value)
+    assert f"'{key}'" in str(e.value) and words in str(e.value)
+
+
+def test_one_cycle_no_two_outputs_disagree(guide):
+    cfg, report, comments = guide
+    claims = every_claim(cfg, comments)
+    assert disagreements(claims) == []
+    # a real cross-check: every engine's status is read from at least five outputs, and its pin
+    # from the page, the table and status.json (SGLang's hand-made page states no pin)
+    for engine in ("vllm", "llama.cpp", "ik_llama.cpp", "llamacpp-club3090", "sglang"):
+        sources = {c.source.split(" ")[0] for c in claims if c.subject == engine}
+        assert {"page", "status.json", "site", "comment"} <= sources, engine
+    pins = {(c.subject, c.source): c.value for c in claims if c.field == "pin"}
+    assert pins[("vllm", "glance")] == pins[("vllm", "status.json")] == "v0.27.1"
+    assert pins[("vllm", "page VLLM.md")] == "v0.27.1"
+    assert {c.value for c in claims if c.subject == "sglang" and c.field == "status"} == {"blocked"}
+    # the tracker and the engine page say the same of the Marlin fix: merged, not yet in our pin
+    marlin = "https://github.com/vllm-project/vllm/pull/45295"
+    said = {c.source: c.value for c in claims if c.subject == marlin}
+    assert said == {"page VLLM.md": "🔵", "tracker": "🔵"}
+
+
+def test_the_checker_fails_on_a_planted_disagreement(guide, tmp_path):
+    cfg, _, comments = guide
+    glance = _read(cfg, cfg.engines.glance)
+    planted = glance.replace("pin `v0.27.1`", "pin `v0.24.0`").replace(
+        "| blocked on 1 upstream fix", "| validated on two RTX 3090s"
+    )
+    assert planted != glance
+    claims = [c for c in every_claim(cfg, comments) if c.source != "glance"]
+    found = disagreements(claims + glance_claims(cfg, planted))
+    assert "vllm pin: page VLLM.md says 'v0.27.1', glance says 'v0.24.0'" in found
+    assert any(f.startswith("sglang status:") and "glance says 'validated'" in f for f in found)
+    # and from bare claims: two sources, one field, two values
+    two = [Claim("vllm", "status", "a", "blocked"), Claim("vllm", "status", "b", "validated")]
+    assert disagreements(two) == ["vllm status: a says 'blocked', b says 'validated'"]
+    assert disagreements(two[:1] + [dataclasses.replace(two[0], source="c")]) == []
+
+
+def test_the_glance_keeps_every_row_and_word_and_marks_hand_cells(guide):
+    cfg, report, _ = guide
+    text = _read(cfg, "docs/engines/README.md")
+    assert report.pages["[engines] glance"]["written"]
+    before, _, rest = README.partition("| Engine |")
+    assert text.startswith(before)  # the prose above the table, as written
+    assert (
+        "## Which one\n\nPick vLLM unless you need the longest context on one card; then llama.cpp.\n"
+        in text
+    )
+    # the maintainers' header and rule, as written; a row per hand row, then the engines it lacked
+    head = "| Engine | Status on this stack | Per-stream TPS (1× 3090) | Max ctx (1× 3090) |"
+    assert head in text and "|---|---|---|---|---|---|---|---|" in text
+    rows = [ln for ln in text.split("\n") if ln.startswith("| ") and "---" not in ln][1:]
+    assert [re.sub(r"\W", "", r.split("|")[1])[:8].lower() for r in rows] == [
+        "vllmvllm", "llamacpp", "sglangsg", "exllamav", "ik_llama", "llamacpp",
+    ]  # fmt: skip
+    vllm, llama, sglang, exl3 = rows[:4]
+    # evidence where a smoke run measured it
+    assert "| validated on two RTX 3090s on 2026-11-30 · pin `v0.27.1` |" in vllm
+    assert "| 85.1 tok/s (2× RTX 3090, 2026-11-30) |" in vllm
+    assert "| ✅ tested 2026-11-30 | ✅ mtp, AL 3.12 |" in vllm
+    # the maintainers' cells elsewhere, as written and marked
+    assert "| 48K safe ✋ | ✅ ✋ |" in vllm and "| ✅ Full ✋ |" in vllm
+    assert "| **262K** (q4_0 KV) ✋ |" in llama and "| ⚠️ Limited ✋ |" in llama
+    # SGLang's stale hand status is replaced by the page's own; its hand cells stay
+    assert (
+        "Re-test pending" not in text and "| blocked on 1 upstream fix · pin `v0.5.12` |" in sglang
+    )
+    assert "| ⚠️ EAGLE-3 slow ✋ |" in sglang
+    # a row for an engine watcher has no recipe for: as written, its status marked hand-kept
+    assert (
+        exl3 == "| **[ExLlamaV3](EXL3.md)** | Not tried here ✋ | — | — | ❌ | ⚠️ | ❌ | ⚠️ Partial |"
+    )
+    assert "✋ as the maintainers wrote it" in text
+    assert "[ik\\_llama.cpp](IK_LLAMA.md)" in rows[4]
+
+
+def test_an_engine_page_says_each_fact_once_in_the_readers_words(guide):
+    cfg, _, _ = guide
+    ik = _read(cfg, "docs/engines/IK_LLAMA.md")
+    assert ik.startswith("# ik\\_llama.cpp — ready to test")  # Markdown-escaped, as titles are
+    assert "> Pinned build: `server-b4100`." in ik
+    assert "### ⚠️ Marlin sub-tile fix" in ik  # its recipe's blocker
+    assert "Upstream, as the tracker has it" not in ik  # the only vLLM row is that blocker's item
+    vllm = _read(cfg, "docs/engines/VLLM.md")
+    assert "## Blockers" not in vllm  # no recipe of vLLM names a blocker
+    assert "| 🟡 Open | 🔵 merged 2026-06-30 ⚠️ not what the tracker says |" in vllm
+    assert "Last tested on 2026-11-30" in vllm
+    for text in (ik, vllm):
+        assert "blocker" not in text.lower().replace("## blockers", "")  # no rule internals
+        assert "marlin-pad" not in text and "vllm-dual-mtp" not in text  # no ids
+    doc = json.loads((cfg.site_dir / "status.json").read_text(encoding="utf-8"))
+    assert [p["id"] for p in doc["pages"]] == [p.id for p in cfg.pages]
