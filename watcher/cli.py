@@ -318,9 +318,15 @@ def _install_not_applied(install: str, kept: list[Path]) -> None:
 
 def _adopt(config: Path, page: Path) -> None:
     from watcher.onboard.adopt import adopt_page, writes_page
+    from watcher.onboard.adopt_glance import adopt_glance, is_glance
+    from watcher.onboard.adopt_glance import describe as describe_glance
     from watcher.onboard.adopt_tracker import adopt_tracker, describe, is_tracker
 
     cfg = _config(str(config))
+    if page.is_file() and not writes_page(cfg, page) and is_glance(page):  # the engines README
+        for line in describe_glance(adopt_glance(cfg, page)):
+            click.echo(line, err=True)
+        return
     if page.is_file() and not writes_page(cfg, page) and is_tracker(page):
         for line in describe(adopt_tracker(cfg, page)):
             click.echo(line, err=True)
