@@ -1,8 +1,8 @@
 """`watcher init --adopt docs/engines/README.md`: the guide's At-a-glance page becomes the
 maintainers' copy that the generated table is made from, without losing a word.
 
-A file is taken for the At-a-glance page by its shape (a table under "At a glance", or one whose
-first column is "Engine") when no [[page]] writes it. It is copied byte for byte to
+A file is taken for the At-a-glance page by its shape (a table under an "At a glance" heading;
+a tracker's "Pinned images" table of engines is not one) when no [[page]] writes it. It is copied byte for byte to
 `fragments/engines-readme.md` ([engines] hand), `[engines]` is added to watch.toml (or given its
 `hand` key), and the page is marked as watcher's, unchanged otherwise: the next cycle rebuilds
 its table, keeping every row and all the prose (watcher.publish.glance).
@@ -41,7 +41,8 @@ def is_glance(path: Path) -> bool:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise WatcherError(f"{path}: cannot read it ({e})") from None
-    return GENERATED_MARKER not in text and find_table(text.split("\n")) is not None
+    lines = text.split("\n")
+    return GENERATED_MARKER not in text and find_table(lines, heading_only=True) is not None
 
 
 def _toml(text: str) -> str:

@@ -56,9 +56,9 @@ def column_kind(header: str) -> str | None:
     return None
 
 
-def find_table(lines: list[str]) -> tuple[int, int] | None:
+def find_table(lines: list[str], heading_only: bool = False) -> tuple[int, int] | None:
     """(first, last) line index of the At-a-glance table: the first table under a heading
-    "At a glance", else the first table whose header starts with "Engine"."""
+    "At a glance", else (unless `heading_only`) the first whose header starts with "Engine"."""
     under = False
     for i, line in enumerate(lines):
         if _GLANCE_HEADING.match(line.strip()):
@@ -67,7 +67,7 @@ def find_table(lines: list[str]) -> tuple[int, int] | None:
             under = False
         if line.lstrip().startswith("|") and i + 1 < len(lines) and "---" in lines[i + 1]:
             first_cell = plain(split_cells(line)[0].text).lower() if split_cells(line) else ""
-            if under or first_cell.startswith("engine"):
+            if under or (first_cell.startswith("engine") and not heading_only):
                 end = i + 2
                 while end < len(lines) and lines[end].lstrip().startswith("|"):
                     end += 1
