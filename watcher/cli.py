@@ -213,7 +213,9 @@ def init(
     hand-written sections as fragments, prints what changes (a unified diff), then takes it over.
     --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
     to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
-    the tracker itself is only read, and each cycle writes its audited copy.
+    the tracker itself is only read, and each cycle writes its audited copy. --adopt on the
+    engines README (a table under "At a glance") keeps it byte for byte as [engines] hand, from
+    which each cycle rebuilds its table.
 
     With --scan-composes FOLDER nothing is written: recipes proposed for every live compose file
     under FOLDER (read as Compose interpolates it; engine from the guide's engine folder or the
