@@ -193,3 +193,24 @@ def test_an_engine_page_says_each_fact_once_in_the_readers_words(guide):
         assert "marlin-pad" not in text and "vllm-dual-mtp" not in text  # no ids
     doc = json.loads((cfg.site_dir / "status.json").read_text(encoding="utf-8"))
     assert [p["id"] for p in doc["pages"]] == [p.id for p in cfg.pages]
+
+
+def test_a_made_engine_page_starts_no_gpu_run_for_a_recipe_nothing_blocked(tmp_path):
+    """The first check makes the pages ready to test; only the recipe whose blocker's fix landed
+    (ik_llama.cpp, the Marlin fix) is queued, never one that nothing blocked."""
+    with FakeGitHub() as gh:
+        seed_github(gh)
+        path = write_guide(tmp_path, gh.url)
+        with path.open("a", encoding="utf-8") as f:
+            f.write("\n[smoke]\nmax_runs_per_day = 0\n")  # queued, never launched here
+        cfg = load_config(path)
+        with GitHubClient(gh.url, token="test-token") as client:
+            report = run_cycle(cfg, now=NOW, client=client)
+    assert report.smoke_runs == []
+    store = Store(cfg.db_path)
+    try:
+        triggers = store.triggers()
+    finally:
+        store.close()
+    assert sorted(triggers) == ["ik-single"]
+    assert triggers["ik-single"]["reasons"] == ["page ik-llama-cpp became ready-to-test"]
