@@ -8,6 +8,7 @@ Status words come from the page context (watcher.publish.context), pins from the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from watcher.config import engines as names
@@ -32,27 +33,35 @@ def pin_names(cfg: Config, page: Page, ev: Evaluation, pins: dict[str, Any] | No
     return out
 
 
-def tracker_rows(
-    cfg: Config, engine: str, items: dict[str, dict], pins: dict[str, Any] | None
-) -> list[dict[str, Any]]:
+def audited_rows(cfg: Config, sources: dict[str, Any]) -> list:
+    """The tracker read and audited once per render pass: kept in `sources` (page_sources' dict,
+    shared by every page of the pass), so eight engine pages read a 160-row tracker once."""
+    if "tracker_audit" not in sources:
+        rows = []
+        if cfg.tracker is not None:
+            from watcher.config.tracker import parse_tracker
+
+            try:
+                tracker = parse_tracker(cfg.resolve(cfg.tracker.source))
+            except WatcherError:
+                tracker = None  # the tracker's own output says why; a page does not repeat it
+            if tracker is not None:
+                check = tracker_check(sources.get("pins") or {})
+                rows = audit_tracker(cfg, tracker, sources["items"], check).rows
+        sources["tracker_audit"] = rows
+    return sources["tracker_audit"]
+
+
+def tracker_rows(cfg: Config, engine: str, sources: dict[str, Any]) -> list[dict[str, Any]]:
     """The tracker's rows about `engine`: under a heading naming it, or linking to its repository.
     Each with the maintainers' claim as written and what GitHub says now (watcher.judge.audit)."""
-    if cfg.tracker is None:
-        return []
-    from watcher.config.tracker import parse_tracker
-
-    try:
-        tracker = parse_tracker(cfg.resolve(cfg.tracker.source))
-    except WatcherError:
-        return []  # the tracker's own output says why; a page does not repeat it
-    title = names.title(engine).lower()
-    repo = names.REPOS.get(engine)
+    named = re.compile(rf"(?<![\w.-]){re.escape(names.title(engine))}(?![\w-])", re.IGNORECASE)
+    repo = (names.REPOS.get(engine) or "").lower()
     out = []
-    for ra in audit_tracker(cfg, tracker, items, tracker_check(pins or {})).rows:
-        heading = ra.row.table.lower()
-        if not (title in heading.split() or title in heading or any(
-            link.repo.lower() == (repo or "") for link in ra.row.links
-        )):  # fmt: skip
+    for ra in audited_rows(cfg, sources):  # "llama.cpp" is not named by "ik_llama.cpp"
+        if not (
+            named.search(ra.row.table) or any(link.repo.lower() == repo for link in ra.row.links)
+        ):
             continue
         first = ra.links[0] if ra.links else None
         out.append(
@@ -75,7 +84,7 @@ def engine_context(
     """The extra keys an engine page (templates/engine.md.j2) shows beside the page context."""
     assert page.engine is not None
     shown = {i for b in page.blockers for i in cfg.blocker(b).items}  # each fact once
-    rows = tracker_rows(cfg, page.engine, sources["items"], sources.get("pins"))
+    rows = tracker_rows(cfg, page.engine, sources)
     return {
         "engine": page.engine,
         "engine_title": names.title(page.engine),
