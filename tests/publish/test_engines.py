@@ -214,3 +214,18 @@ def test_a_made_engine_page_starts_no_gpu_run_for_a_recipe_nothing_blocked(tmp_p
         store.close()
     assert sorted(triggers) == ["ik-single"]
     assert triggers["ik-single"]["reasons"] == ["page ik-llama-cpp became ready-to-test"]
+
+
+def test_the_watch_workflow_commits_every_engine_page_the_table_and_the_audited_tracker(tmp_path):
+    from watcher.onboard.scaffold import watch_workflow
+
+    workflow = watch_workflow(_parse(tmp_path), tmp_path)
+    line = next(ln for ln in workflow.splitlines() if "for page in" in ln)
+    for path in (
+        "docs/engines/SGLANG.md",
+        "docs/engines/VLLM.md",
+        "docs/engines/LLAMACPP_CLUB3090.md",
+        "docs/engines/README.md",
+        "docs/UPSTREAM.audit.md",
+    ):
+        assert path in line
