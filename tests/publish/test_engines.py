@@ -229,3 +229,22 @@ def test_the_watch_workflow_commits_every_engine_page_the_table_and_the_audited_
         "docs/UPSTREAM.audit.md",
     ):
         assert path in line
+
+
+def test_a_hand_kept_engine_page_is_refused_then_adopted_into_its_fragments(tmp_path):
+    """A made page is a page like any other: its hand-kept file is never overwritten, and
+    `init --adopt` keeps its prose in fragments/<id>/, which the next render shows."""
+    from watcher.onboard.adopt import adopt_page
+
+    with FakeGitHub() as gh:
+        seed_github(gh)
+        cfg = load_config(write_guide(tmp_path, gh.url))
+        page = tmp_path / "docs" / "engines" / "VLLM.md"
+        page.write_text("# vLLM\n\nOur main road: the fastest on two cards.\n", encoding="utf-8")
+        with GitHubClient(gh.url, token="test-token") as client:
+            report = run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+        assert "watcher init --adopt" in report.pages["vllm"]["refused"]
+        done = adopt_page(cfg, page)
+    assert done.fragments == [tmp_path / "fragments" / "vllm" / "intro.md"]
+    text = page.read_text(encoding="utf-8")
+    assert "Our main road: the fastest on two cards." in text and "> Pinned build:" in text

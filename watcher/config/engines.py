@@ -78,7 +78,7 @@ def covered(page: Page, recipes: dict[str, Recipe]) -> str | None:
 
 
 def engine_pages(
-    settings: EngineSettings, pages: tuple[Page, ...], recipes: tuple[Recipe, ...], base
+    settings: EngineSettings, pages: tuple[Page, ...], recipes: tuple[Recipe, ...]
 ) -> tuple[Page, ...]:
     """A page for each engine with recipes that no [[page]] covers, in the recipes' order."""
     if not settings.pages:
@@ -96,7 +96,6 @@ def engine_pages(
         ident = page_id(engine)
         if ident in taken:
             ident = f"engine-{ident}"
-        fragments = f"fragments/{ident}"
         out.append(
             Page(
                 id=ident,
@@ -105,7 +104,7 @@ def engine_pages(
                 template="engine.md.j2",
                 blockers=tuple(dict.fromkeys(b for r in mine for b in r.blockers)),
                 recipes=tuple(r.id for r in mine),
-                fragments=fragments if (base / fragments).is_dir() else None,
+                fragments=f"fragments/{ident}",  # read when it exists; `init --adopt` fills it
                 engine=engine,
             )
         )

@@ -99,7 +99,7 @@ def parse_config(text: str, path: Path) -> Config:
         engines=read_engines(table("engines")),
     )
     if cfg.engines is not None:  # a page for each engine no [[page]] covers: pages like any other
-        more = engine_pages(cfg.engines, cfg.pages, cfg.recipes, cfg.base_dir)
+        more = engine_pages(cfg.engines, cfg.pages, cfg.recipes)
         cfg = replace(cfg, pages=cfg.pages + more)
     _check_references(cfg, path)
     _check_files(cfg, path)
