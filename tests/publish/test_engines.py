@@ -248,3 +248,16 @@ def test_a_hand_kept_engine_page_is_refused_then_adopted_into_its_fragments(tmp_
     assert done.fragments == [tmp_path / "fragments" / "vllm" / "intro.md"]
     text = page.read_text(encoding="utf-8")
     assert "Our main road: the fastest on two cards." in text and "> Pinned build:" in text
+
+
+def test_a_hand_copy_gone_after_loading_refuses_the_table_and_nothing_else(tmp_path):
+    with FakeGitHub() as gh:
+        seed_github(gh)
+        cfg = load_config(write_guide(tmp_path, gh.url))
+        (tmp_path / "fragments" / "engines-readme.md").unlink()
+        with GitHubClient(gh.url, token="test-token") as client:
+            report = run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+    refused = report.pages["[engines] glance"]["refused"]
+    assert "[engines] hand fragments/engines-readme.md: cannot be read" in refused
+    assert not (tmp_path / "docs" / "engines" / "README.md").exists()
+    assert report.pages["vllm"]["written"] and (tmp_path / "site" / "status.json").is_file()

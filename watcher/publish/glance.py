@@ -199,7 +199,11 @@ def publish_glance(cfg: Config, store, ev: Evaluation, write: bool, attempt=None
     assert cfg.engines is not None and cfg.engines.glance
     path: Path = cfg.resolve(cfg.engines.glance)
     sources = page_sources(store)
-    text = glance_text(cfg, ev, sources, last_checked_at(store, sources["items"]), attempt)
+    try:
+        text = glance_text(cfg, ev, sources, last_checked_at(store, sources["items"]), attempt)
+    except (OSError, UnicodeDecodeError) as e:  # the hand copy went away: the rest goes on
+        why = f"{cfg.path}: [engines] hand {cfg.engines.hand}: cannot be read ({e}); {path} left as it is"
+        return {"path": str(path), "written": False, "refused": why, "text": "", "status": ""}
     refused = foreign_page(path) if write else None
     written = bool(write and not refused and atomic_write(path, text))
     return {
