@@ -246,10 +246,12 @@ def test_a_tracker_row_that_is_no_blockers_item_is_placed_against_the_pin_too(
         assert len(compares) == 1  # two recipes, one pin: one compare of the fix with it
         page = (tmp_path / "out" / "VLLM.md").read_text(encoding="utf-8")
         assert "not in our pin" not in page  # the page's own words stay about its blockers
-        gh.requests.clear()
         with GitHubClient(gh.url, token="test-token") as client:
             cfg = watch("vllm/vllm-openai:v0.24.0")
             run_cycle(cfg, now=NOW + timedelta(minutes=5), client=client, no_smoke=True)
+            gh.requests.clear()
+            run_cycle(cfg, now=NOW + timedelta(minutes=10), client=client, no_smoke=True)
+        assert not [r for r in gh.requests if f"/compare/{fix}..." in r.path]  # asked once, kept
     row = _tracker_row(tmp_path)
     assert "⚠️" not in row and "· in our pin ·" in row
     doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
