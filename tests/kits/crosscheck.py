@@ -1,7 +1,7 @@
 """One source, no contradiction: read every output of a cycle back (each engine page, the
 At-a-glance table, status.json, the site's index and page documents, the sticky comment, the
-audited tracker), parse what each says about an engine's status and pin (and about a tracker
-row's GitHub status), and list every pair that disagrees.
+audited tracker), parse what each says about an engine's status, pin and measured speed (and
+about a tracker row's GitHub status), and list every pair that disagrees.
 
 The parsers read the published text, never watcher's objects, so a template or a context that
 tells a different story is caught.
@@ -32,7 +32,7 @@ _WORDS = (
 @dataclass(frozen=True)
 class Claim:
     subject: str  # an engine ("vllm"), or a tracker row's link
-    field: str  # "status", "pin" or "github"
+    field: str  # "status", "pin", "speed" (tokens/s and day) or "github"
     source: str  # where it was read: "page VLLM.md", "status.json", ...
     value: str
 
@@ -50,7 +50,15 @@ def _pins(text: str) -> str:
     return ", ".join(sorted(set(re.findall(r"`([^`]+)`", text))))
 
 
-def page_claims(engine: str, name: str, text: str) -> list[Claim]:
+MEASURED = re.compile(r"^Measured: ([\d.]+) tokens/s per stream on .+?, (\d{4}-\d\d-\d\d)\.$")
+
+
+def page_claims(
+    engine: str, name: str, text: str, titles: dict[str, str] | None = None
+) -> list[Claim]:
+    """What a page says: its status, its pin, each recipe's measured speed (`titles`: a
+    recipe's title -> its id) and each tracker row's GitHub status."""
+    titles = titles or {}
     out = []
     head = re.match(r"^# .+? — (.+?) <!-- volatile -->", text)
     if head:
@@ -58,6 +66,14 @@ def page_claims(engine: str, name: str, text: str) -> list[Claim]:
     pin = re.search(r"^> Pinned build: (.+)\.$", text, re.M)
     if pin and "`" in pin.group(1):
         out.append(Claim(engine, "pin", f"page {name}", _pins(pin.group(1))))
+    recipe = None  # each recipe's measured speed, under its "**title** — for …" line
+    for line in text.split("\n"):
+        title = re.match(r"^\*\*(.+)\*\* — for ", line)
+        if title:
+            recipe = titles.get(title.group(1).replace("\\", ""), title.group(1))
+        m = MEASURED.match(line)
+        if m and recipe:
+            out.append(Claim(f"recipe {recipe}", "speed", f"page {name}", f"{m[1]} on {m[2]}"))
     for url, emoji in re.findall(r"^\| \[.*?\]\((\S+?)\) \| .*? \| (\S+) ", text, re.M):
         out.append(Claim(url, "github", f"page {name}", emoji))
     return out
@@ -75,6 +91,10 @@ def glance_claims(cfg: Config, text: str) -> list[Claim]:
         engine = engine_of(cells[0], pages)
         if engine is None:
             continue
+        for cell in cells[2:]:
+            m = re.match(r"^([\d.]+) tok/s \(.+?, (\d{4}-\d\d-\d\d)\)$", cell)
+            if m:
+                out.append(Claim(engine, "speed", "glance", f"{m.group(1)} on {m.group(2)}"))
         status, _, pin = cells[1].partition(" · pin ")
         out.append(Claim(engine, "status", "glance", str(status_of(status))))
         if pin:
@@ -97,6 +117,21 @@ def status_json_claims(cfg: Config, doc: dict) -> list[Claim]:
                 names.append(v.get("ref") or v.get("version") or v.get("reference"))
         if names:
             out.append(Claim(engine, "pin", "status.json", ", ".join(sorted(set(names)))))
+        measured = [  # passing runs on target hardware that measured decode speed
+            r
+            for r in doc["runs"]["smoke"]
+            if r["recipe"] in p["recipes"]
+            and r["outcome"] == "passed"
+            and (r.get("hardware") or {}).get("matches_target")
+            and isinstance((r.get("metrics") or {}).get("decode_tokens_per_s"), int | float)
+        ]
+        newest: dict[str, dict] = {}  # the engine's newest, and each recipe's
+        for r in sorted(measured, key=lambda r: r["finished_at"], reverse=True):
+            newest.setdefault(engine, r)
+            newest.setdefault(f"recipe {r['recipe']}", r)
+        for subject, r in newest.items():
+            tps = f"{r['metrics']['decode_tokens_per_s']:.1f} on {r['finished_at'][:10]}"
+            out.append(Claim(subject, "speed", "status.json", tps))
     return out
 
 
@@ -164,7 +199,8 @@ def every_claim(cfg: Config, comments: dict[str, str]) -> list[Claim]:
     claims: list[Claim] = []
     for engine, page in engine_pages(cfg).items():
         path = cfg.resolve(page.output)
-        claims += page_claims(engine, path.name, path.read_text(encoding="utf-8"))
+        titles = {cfg.recipe(r).title or r: r for r in page.recipes}
+        claims += page_claims(engine, path.name, path.read_text(encoding="utf-8"), titles)
         if page.id in comments:
             claims += comment_claims(engine, comments[page.id])
     if cfg.engines is not None and cfg.engines.glance:

@@ -115,6 +115,17 @@ def test_one_cycle_no_two_outputs_disagree(guide):
     pins = {(c.subject, c.source): c.value for c in claims if c.field == "pin"}
     assert pins[("vllm", "glance")] == pins[("vllm", "status.json")] == "v0.27.1"
     assert pins[("vllm", "page VLLM.md")] == "v0.27.1"
+    speeds = {(c.subject, c.source): c.value for c in claims if c.field == "speed"}
+    assert speeds == {
+        ("vllm", "glance"): "85.1 on 2026-11-30",
+        ("vllm", "status.json"): "85.1 on 2026-11-30",
+        ("recipe vllm-dual-mtp", "page VLLM.md"): "85.1 on 2026-11-30",
+        ("recipe vllm-dual-mtp", "status.json"): "85.1 on 2026-11-30",
+        ("llama.cpp", "glance"): "41.7 on 2026-11-29",
+        ("llama.cpp", "status.json"): "41.7 on 2026-11-29",
+        ("recipe llama-single", "page LLAMA_CPP.md"): "41.7 on 2026-11-29",
+        ("recipe llama-single", "status.json"): "41.7 on 2026-11-29",
+    }
     assert {c.value for c in claims if c.subject == "sglang" and c.field == "status"} == {"blocked"}
     # the tracker and the engine page say the same of the Marlin fix: merged, not yet in our pin
     marlin = "https://github.com/vllm-project/vllm/pull/45295"
@@ -125,14 +136,20 @@ def test_one_cycle_no_two_outputs_disagree(guide):
 def test_the_checker_fails_on_a_planted_disagreement(guide, tmp_path):
     cfg, _, comments = guide
     glance = _read(cfg, cfg.engines.glance)
-    planted = glance.replace("pin `v0.27.1`", "pin `v0.24.0`").replace(
-        "| blocked on 1 upstream fix", "| validated on two RTX 3090s"
+    planted = (
+        glance.replace("pin `v0.27.1`", "pin `v0.24.0`")
+        .replace("| blocked on 1 upstream fix", "| validated on two RTX 3090s")
+        .replace("| 41.7 tok/s", "| 47.1 tok/s")
     )
     assert planted != glance
     claims = [c for c in every_claim(cfg, comments) if c.source != "glance"]
     found = disagreements(claims + glance_claims(cfg, planted))
     assert "vllm pin: page VLLM.md says 'v0.27.1', glance says 'v0.24.0'" in found
     assert any(f.startswith("sglang status:") and "glance says 'validated'" in f for f in found)
+    assert (
+        "llama.cpp speed: status.json says '41.7 on 2026-11-29', glance says '47.1 on 2026-11-29'"
+        in found
+    )
     # and from bare claims: two sources, one field, two values
     two = [Claim("vllm", "status", "a", "blocked"), Claim("vllm", "status", "b", "validated")]
     assert disagreements(two) == ["vllm status: a says 'blocked', b says 'validated'"]
@@ -188,6 +205,7 @@ def test_an_engine_page_says_each_fact_once_in_the_readers_words(guide):
     assert "## Blockers" not in vllm  # no recipe of vLLM names a blocker
     assert "| 🟡 Open | 🔵 merged 2026-06-30 ⚠️ not what the tracker says |" in vllm
     assert "Last tested on 2026-11-30" in vllm
+    assert "Measured: 85.1 tokens/s per stream on two RTX 3090s, 2026-11-30." in vllm
     for text in (ik, vllm):
         assert "blocker" not in text.lower().replace("## blockers", "")  # no rule internals
         assert "marlin-pad" not in text and "vllm-dual-mtp" not in text  # no ids

@@ -90,6 +90,7 @@ def engine_context(
         "engine_title": names.title(page.engine),
         "pins": pin_names(cfg, page, ev, sources.get("pins")),
         "tracker_rows": [r for r in rows if not shown.intersection(r["items"])],
+        "speeds": recipe_speeds(cfg, page, sources["runs"]),
     }
 
 
@@ -104,6 +105,26 @@ def _passed(runs: list[dict[str, Any]], recipes: tuple[str, ...]) -> list[dict[s
     ]
 
 
+def _tps(run: dict[str, Any]) -> float | None:
+    tps = (run.get("metrics") or {}).get("decode_tokens_per_s")
+    return float(tps) if isinstance(tps, int | float) and not isinstance(tps, bool) else None
+
+
+def recipe_speeds(cfg: Config, page: Page, runs: list[dict[str, Any]]) -> dict[str, str]:
+    """recipe -> its per-stream speed in words, from its newest passing target run that measured
+    it ('85.1 tokens/s per stream on two RTX 3090s, 2026-11-30'): the run the table's cell is
+    the newest of."""
+    from watcher.publish.prose import gpu_phrase
+
+    out: dict[str, str] = {}
+    for run in _passed(runs, page.recipes):
+        if run["recipe"] not in out and _tps(run) is not None:
+            gpu = gpu_phrase(cfg.recipe(run["recipe"]).hardware)
+            day = str(run.get("finished_at"))[:10]
+            out[run["recipe"]] = f"{_tps(run):.1f} tokens/s per stream on {gpu}, {day}"
+    return out
+
+
 def evidence_cells(cfg: Config, page: Page, runs: list[dict[str, Any]]) -> dict[str, str]:
     """The At-a-glance cells watcher has evidence for (per-stream tokens/s, tool calls, spec
     decode), each from the newest passing target run that measured it; absent: no evidence."""
@@ -111,11 +132,11 @@ def evidence_cells(cfg: Config, page: Page, runs: list[dict[str, Any]]) -> dict[
 
     cells: dict[str, str] = {}
     passed = _passed(runs, page.recipes)
-    for run in passed:
-        tps = (run.get("metrics") or {}).get("decode_tokens_per_s")
-        if isinstance(tps, int | float) and "tps" not in cells:
-            rig = target_rig(cfg.recipe(run["recipe"]).hardware)
-            cells["tps"] = f"{tps:.1f} tok/s ({rig}, {str(run.get('finished_at'))[:10]})"
+    newest = next((r for r in passed if _tps(r) is not None), None)  # the newest measured
+    if newest is not None:
+        rig = target_rig(cfg.recipe(newest["recipe"]).hardware)
+        when = str(newest.get("finished_at"))[:10]
+        cells["tps"] = f"{_tps(newest):.1f} tok/s ({rig}, {when})"
     for run in passed:
         checks = {c.get("name"): c for c in run.get("checks") or [] if isinstance(c, dict)}
         if "tool-call" in checks and "tools" not in cells:
