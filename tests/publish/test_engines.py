@@ -279,3 +279,21 @@ def test_a_hand_copy_gone_after_loading_refuses_the_table_and_nothing_else(tmp_p
     assert "[engines] hand fragments/engines-readme.md: cannot be read" in refused
     assert not (tmp_path / "docs" / "engines" / "README.md").exists()
     assert report.pages["vllm"]["written"] and (tmp_path / "site" / "status.json").is_file()
+
+
+def test_a_failed_tool_call_check_is_the_table_cell_even_after_an_older_pass(tmp_path):
+    from kits.enginekit import run_doc
+
+    from watcher.config.load import load_config as load
+    from watcher.publish.engines import evidence_cells
+
+    cfg = load(write_guide(tmp_path, "http://127.0.0.1:1"))
+    page = next(p for p in cfg.pages if p.engine == "vllm")
+    runs = [  # newest first, as the store gives them
+        run_doc("r2", "vllm-dual-mtp", NOW, gpus=2, outcome="failed",
+                checks=[{"name": "tool-call", "ok": False, "detail": "no tool_calls[]"}]),
+        *RUNS,
+    ]  # fmt: skip
+    cells = evidence_cells(cfg, page, runs)
+    assert cells["tools"] == "❌ tested 2026-12-01"
+    assert cells["tps"] == "85.1 tok/s (2× RTX 3090, 2026-11-30)"  # speed: the newest pass

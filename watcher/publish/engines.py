@@ -126,8 +126,9 @@ def recipe_speeds(cfg: Config, page: Page, runs: list[dict[str, Any]]) -> dict[s
 
 
 def evidence_cells(cfg: Config, page: Page, runs: list[dict[str, Any]]) -> dict[str, str]:
-    """The At-a-glance cells watcher has evidence for (per-stream tokens/s, tool calls, spec
-    decode), each from the newest passing target run that measured it; absent: no evidence."""
+    """The At-a-glance cells watcher has evidence for: per-stream tokens/s and spec decode from
+    the newest passing target run that measured them, tool calls from the newest target run
+    whose tool-call check ran (a failed check says ❌); absent: no evidence."""
     from watcher.publish.matrix import target_rig
 
     cells: dict[str, str] = {}
@@ -137,7 +138,12 @@ def evidence_cells(cfg: Config, page: Page, runs: list[dict[str, Any]]) -> dict[
         rig = target_rig(cfg.recipe(newest["recipe"]).hardware)
         when = str(newest.get("finished_at"))[:10]
         cells["tps"] = f"{_tps(newest):.1f} tok/s ({rig}, {when})"
-    for run in passed:
+    tested = [  # the tool-call check's newest word, failed or passed, on target hardware
+        r
+        for r in runs
+        if r.get("recipe") in page.recipes and (r.get("hardware") or {}).get("matches_target")
+    ]
+    for run in tested:
         checks = {c.get("name"): c for c in run.get("checks") or [] if isinstance(c, dict)}
         if "tool-call" in checks and "tools" not in cells:
             ok = checks["tool-call"].get("ok")
