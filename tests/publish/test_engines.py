@@ -10,42 +10,44 @@ import re
 import pytest
 from kits.crosscheck import Claim, disagreements, every_claim, glance_claims
 from kits.enginekit import NOW, README, RUNS, config, seed_github, write_guide
+from kits.notifykit import FakeClock, RecordingPacer
 
 from watcher.config.load import load_config, parse_config
 from watcher.core.errors import ConfigError
 from watcher.fakes.github import FakeGitHub
 from watcher.github.client import GitHubClient
-from watcher.judge.evaluate import evaluate
 from watcher.loop.cycle import run_cycle
-from watcher.notify.plan import Bodies
+from watcher.notify.plan import status_marker
 from watcher.store.db import Store
 
 
 @pytest.fixture(scope="module")
 def guide(tmp_path_factory):
-    """One check-now against the fake GitHub with the five-engine guide; its config, and the
-    sticky comment of each page as notify would post it."""
+    """One check-now against the fake GitHub with the five-engine guide and its tracking issue;
+    its config, its report, and the sticky comment that cycle posted for each page."""
     folder = tmp_path_factory.mktemp("guide")
-    with FakeGitHub() as gh:
+    with FakeGitHub() as gh, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GITHUB_TOKEN", "test-token")
+        mp.setenv("GITHUB_API_URL", gh.url)
         seed_github(gh)
-        cfg = load_config(write_guide(folder, gh.url))
+        gh.add_issue("guide/docs", 7, title="Engines on 3090s: tracking")
+        path = write_guide(folder, gh.url)
+        with path.open("a", encoding="utf-8") as f:
+            f.write('\n[notify]\nenabled = true\nrepo = "guide/docs"\nissue = 7\n')
+        cfg = load_config(path)
         store = Store(cfg.db_path)
         for r in RUNS:
             store.add_smoke_run(r)
         store.close()
+        pacer = RecordingPacer(FakeClock())  # the comments' spacing, without waiting for it
         with GitHubClient(gh.url, token="test-token") as client:
-            report = run_cycle(cfg, now=NOW, client=client, no_smoke=True)
-    store = Store(cfg.db_path)
-    try:
-        ev = evaluate(
-            cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW, store.pins()
-        )
-        bodies = Bodies(
-            cfg, ev, store.items(), store.smoke_runs(limit=200), store.statuses(), pins=store.pins()
-        )
-        comments = {p.id: bodies.status(p) for p in cfg.pages}
-    finally:
-        store.close()
+            report = run_cycle(
+                cfg, now=NOW, client=client, no_smoke=True, notify_kw={"pacer": pacer}
+            )
+        posted = gh.comments("guide/docs", 7)
+    comments = {
+        p.id: next(c["body"] for c in posted if status_marker(p.id) in c["body"]) for p in cfg.pages
+    }
     return cfg, report, comments
 
 
