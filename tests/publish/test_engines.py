@@ -299,3 +299,18 @@ def test_a_failed_tool_call_check_is_the_table_cell_even_after_an_older_pass(tmp
     cells = evidence_cells(cfg, page, runs)
     assert cells["tools"] == "❌ tested 2026-12-01"
     assert cells["tps"] == "85.1 tok/s (2× RTX 3090, 2026-11-30)"  # speed: the newest pass
+
+
+def test_a_mixed_page_covers_no_engine_and_a_page_on_the_same_file_covers_its_engine(tmp_path):
+    text = config("http://127.0.0.1:1").replace(
+        "[engines]\n",
+        '[[page]]\nid = "shelf"\ntitle = "Shelf"\noutput = "docs/SHELF.md"\n'
+        'template = "matrix.md.j2"\nrecipes = ["vllm-single", "llama-single"]\n\n'
+        '[[page]]\nid = "llama-cpp"\ntitle = "llama.cpp, by hand"\n'
+        'output = "docs/engines/IK_LLAMA.md"\nrecipes = ["club-single"]\n\n[engines]\n',
+    )
+    cfg = _parse(tmp_path, text)
+    made = {p.id: p.output for p in cfg.pages if p.engine}
+    # the shelf page mixes engines: vLLM and llama.cpp still get theirs; the hand-made
+    # "llama-cpp" page writes IK_LLAMA.md (so ik_llama.cpp is covered) and covers the club fork
+    assert made == {"vllm": "docs/engines/VLLM.md", "engine-llama-cpp": "docs/engines/LLAMA_CPP.md"}
