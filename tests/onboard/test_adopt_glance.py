@@ -86,3 +86,17 @@ def test_adopt_adds_the_engines_table_when_there_is_none(tmp_path, monkeypatch, 
     assert cfg.engines.hand == "fragments/engines-readme.md"
     assert cfg.engines.glance == "docs/engines/README.md"
     assert {p.id for p in cfg.pages} >= {"vllm", "llama-cpp", "ik-llama-cpp", "sglang"}
+
+
+def test_a_dry_run_says_what_would_change_and_writes_nothing(tmp_path, fake_github):
+    from watcher.onboard.adopt_glance import adopt_glance, describe
+
+    _guide(tmp_path, fake_github, engines_table=False)
+    before = (tmp_path / "watch.toml").read_bytes()
+    readme = tmp_path / "docs" / "engines" / "README.md"
+    done = adopt_glance(load_config(tmp_path / "watch.toml"), readme, dry_run=True)
+    assert '+hand = "fragments/engines-readme.md"' in done.diff and "+[engines]" in done.diff
+    assert describe(done)[0].startswith("dry run: would keep")
+    assert (tmp_path / "watch.toml").read_bytes() == before
+    assert readme.read_text(encoding="utf-8") == README
+    assert not (tmp_path / "fragments" / "engines-readme.md").exists()

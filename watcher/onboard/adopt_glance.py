@@ -10,6 +10,7 @@ its table, keeping every row and all the prose (watcher.publish.glance).
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ class GlanceAdoption:
     hand: Path
     rows: int
     config_added: str  # "table" ([engines] added), "key" (hand added to it)
+    diff: str = ""  # watch.toml before and after, unified
+    written: bool = True  # False: a dry run, nothing was written
 
 
 def is_glance(path: Path) -> bool:
@@ -49,8 +52,9 @@ def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def adopt_glance(cfg: Config, path: Path) -> GlanceAdoption:
-    """Keep the page as the maintainers' copy, point [engines] at it, mark the page as ours."""
+def adopt_glance(cfg: Config, path: Path, dry_run: bool = False) -> GlanceAdoption:
+    """Keep the page as the maintainers' copy, point [engines] at it, mark the page as ours.
+    `dry_run`: say what would change (watch.toml's diff) and write nothing."""
     if cfg.engines is not None and cfg.engines.hand:
         raise WatcherError(
             f"{cfg.path}: [engines] key 'hand' already names {cfg.engines.hand}: edit that copy"
@@ -76,6 +80,14 @@ def adopt_glance(cfg: Config, path: Path) -> GlanceAdoption:
         head = "\n# the engine pages and the At-a-glance table (watcher init --adopt)\n"
         new_config = config.rstrip("\n") + "\n" + head + block
         added = "table"
+    diff = "\n".join(
+        difflib.unified_diff(
+            config.splitlines(), new_config.splitlines(), str(cfg.path), str(cfg.path), lineterm=""
+        )
+    )
+    done = GlanceAdoption(path, hand, span[1] - span[0] - 1, added, diff, not dry_run)
+    if dry_run:
+        return done
     atomic_write(hand, text)  # first: the config below names it
     try:
         parse_config(new_config, cfg.path)  # never leave a watch.toml that does not load
@@ -85,12 +97,14 @@ def adopt_glance(cfg: Config, path: Path) -> GlanceAdoption:
     atomic_write(cfg.path, new_config)
     marker = f"\n{GENERATED_MARKER} from {HAND} until the next check. Edit that copy. -->\n"
     atomic_write(path, text.rstrip("\n") + "\n" + marker)
-    return GlanceAdoption(path, hand, span[1] - span[0] - 1, added)
+    return done
 
 
 def describe(done: GlanceAdoption) -> list[str]:
     """The lines `init --adopt` prints on stderr."""
     what = "added [engines] to" if done.config_added == "table" else "set [engines] hand in"
+    if not done.written:
+        return [f"dry run: would keep {done.path} in {done.hand} and change watch.toml:", done.diff]
     return [
         f"kept {done.path} word for word in {done.hand} ({done.rows} rows in its table)",
         f"{what} watch.toml: each cycle rebuilds the table from it, with evidence where a smoke"
