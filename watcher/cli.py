@@ -221,7 +221,9 @@ def init(
     unified diff of watch.toml and the page), then takes it over; with --dry-run it only prints.
     --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
     to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
-    the tracker itself is only read, and each cycle writes its audited copy.
+    the tracker itself is only read, and each cycle writes its audited copy. --adopt on the
+    engines README (a table under "At a glance") keeps it byte for byte as [engines] hand, from
+    which each cycle rebuilds its table.
 
     With --scan-composes FOLDER nothing is written: recipes proposed for every live compose file
     under FOLDER (read as Compose interpolates it; engine from the guide's engine folder or the
@@ -335,6 +337,8 @@ def _install_not_applied(install: str, kept: list[Path]) -> None:
 def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
     from watcher.config.load import parse_config
     from watcher.onboard.adopt import adopt_page, writes_page
+    from watcher.onboard.adopt_glance import adopt_glance, is_glance
+    from watcher.onboard.adopt_glance import describe as describe_glance
     from watcher.onboard.adopt_tracker import adopt_tracker, describe, is_tracker
 
     text = None
@@ -343,6 +347,10 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
     else:  # --dry-run on a guide with no watch.toml yet: the one init would write
         text = default_config_text()
         cfg = parse_config(text, config)
+    if page.is_file() and not writes_page(cfg, page) and is_glance(page):  # the engines README
+        for line in describe_glance(adopt_glance(cfg, page, dry_run=dry_run)):
+            click.echo(line, err=True)
+        return
     if page.is_file() and not writes_page(cfg, page) and is_tracker(page):
         if dry_run:
             raise click.UsageError("--dry-run adopts a page, not the upstream tracker")

@@ -211,3 +211,48 @@ def test_the_tracker_says_landed_only_once_the_fix_is_in_our_pin(
     row = _tracker_row(tmp_path)
     assert "⚠️" not in row and "disagrees" not in row
     assert "· in our pin ·" in row and row.split("|")[5].strip().startswith("🟢")
+
+
+def test_a_tracker_row_that_is_no_blockers_item_is_placed_against_the_pin_too(
+    tmp_path, fake_github, monkeypatch
+):
+    """The Marlin fix is a tracker row only (no recipe names its blocker): its compare with the
+    pin is still read, once for the recipes that share the pin, so 🟢 is held against it."""
+    gh = fake_github
+    fix = _seed(gh)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "UPSTREAM.md").write_text(TRACKER, encoding="utf-8")
+    second = '\n[[recipe]]\nid = "vllm-tp1"\nengine = "vllm"\ncommand = {}\n'
+    tracker = '\n[tracker]\nsource = "docs/UPSTREAM.md"\n'
+
+    def watch(image: str):
+        command = json.dumps(["docker", "run", "--rm", image, "--model", "m"])
+        head = f'[watcher]\ngithub_api_url = "{gh.url}"\ndata_dir = "data"\nsite_dir = "site"\n'
+        text = marlin_watch(json.loads(command), head).replace('blockers = ["marlin-pad"]\n', "", 1)
+        write_watch(tmp_path, text + second.format(command) + tracker)
+        cfg = load_config(tmp_path / "watch.toml")
+        assert not any(r.blockers for r in cfg.recipes)
+        return cfg
+
+    with FakeRegistry() as reg:
+        reg.add_image("vllm/vllm-openai", "v0.23.1")
+        reg.add_image("vllm/vllm-openai", "v0.24.0")
+        monkeypatch.setenv("WATCHER_REGISTRY_MAP", f"docker.io={reg.url}")
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(watch("vllm/vllm-openai:v0.23.1"), now=NOW, client=client, no_smoke=True)
+        row = _tracker_row(tmp_path)
+        assert "⚠️ **disagrees**: tracker 🟢, GitHub 🔵" in row and "· not in our pin ·" in row
+        compares = [r for r in gh.requests if f"/compare/{fix}..." in r.path]
+        assert len(compares) == 1  # two recipes, one pin: one compare of the fix with it
+        page = (tmp_path / "out" / "VLLM.md").read_text(encoding="utf-8")
+        assert "not in our pin" not in page  # the page's own words stay about its blockers
+        with GitHubClient(gh.url, token="test-token") as client:
+            cfg = watch("vllm/vllm-openai:v0.24.0")
+            run_cycle(cfg, now=NOW + timedelta(minutes=5), client=client, no_smoke=True)
+            gh.requests.clear()
+            run_cycle(cfg, now=NOW + timedelta(minutes=10), client=client, no_smoke=True)
+        assert not [r for r in gh.requests if f"/compare/{fix}..." in r.path]  # asked once, kept
+    row = _tracker_row(tmp_path)
+    assert "⚠️" not in row and "· in our pin ·" in row
+    doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
+    assert all("tracked" not in v for v in doc["pins"].values())  # status.json's shape is kept

@@ -9,9 +9,11 @@ relative to the config file's folder.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+from watcher.config.engines import engine_pages, read_engines
 from watcher.config.model import Config, Page
 from watcher.config.reader import TableReader, did_you_mean
 from watcher.config.recipes import read_recipe
@@ -60,6 +62,7 @@ TOP_LEVEL = (
     "site",
     "bisect",
     "tracker",
+    "engines",
 )
 
 
@@ -93,10 +96,37 @@ def parse_config(text: str, path: Path) -> Config:
         site=read_site(table("site")),
         bisect=read_bisect(table("bisect")),
         tracker=read_tracker(table("tracker")),
+        engines=read_engines(table("engines")),
     )
+    if cfg.engines is not None:  # a page for each engine no [[page]] covers: pages like any other
+        more = engine_pages(cfg.engines, cfg.pages, cfg.recipes)
+        cfg = replace(cfg, pages=cfg.pages + more)
     _check_references(cfg, path)
     _check_files(cfg, path)
+    _check_engines(cfg, path)
     return cfg
+
+
+def _check_engines(cfg: Config, path: Path) -> None:
+    """[engines] glance is written inside the config's folder; its hand copy is a file there."""
+    if cfg.engines is None:
+        return
+    base = cfg.base_dir.resolve()
+    glance, hand = cfg.engines.glance, cfg.engines.hand
+    if glance:
+        out = cfg.resolve(glance).resolve()
+        if out == base or not out.is_relative_to(base) or out == cfg.path.resolve():
+            raise ConfigError(
+                f"{path}: [engines] key 'glance': {glance!r} is not a file inside {base}"
+            )
+        if any(out == cfg.resolve(p.output).resolve() for p in cfg.pages):
+            raise ConfigError(f"{path}: [engines] key 'glance': {glance!r} is also a page's output")
+    if hand:
+        problem = _unsafe_file(cfg.resolve(hand), base)
+        if not cfg.resolve(hand).exists():
+            problem = f"does not exist (adopt the guide's copy: watcher init --adopt {glance})"
+        if problem:
+            raise ConfigError(f"{path}: [engines] key 'hand': {hand!r} {problem}")
 
 
 def _baselines(data: dict) -> frozenset[str]:

@@ -271,6 +271,7 @@ class Page:
     recipes: tuple[str, ...] = ()
     fragments: str | None = None  # folder of hand-written Markdown fragments
     park: Park | None = None
+    engine: str | None = None  # a page made for one engine by [engines] (watcher.config.engines)
 
 
 @dataclass(frozen=True)
@@ -328,6 +329,20 @@ class TrackerSettings:
 
 
 @dataclass(frozen=True)
+class EngineSettings:
+    """[engines]: a page for every engine of the shelf, and the At-a-glance table over them.
+
+    `pages`: make a page (in `folder`) for each engine with recipes that no [[page]] covers;
+    `glance`: where the At-a-glance table is written ("" for none); `hand`: the maintainers'
+    own copy of that page (adopted), whose prose and hand cells are kept."""
+
+    pages: bool = True
+    folder: str = "docs/engines"
+    glance: str = "docs/engines/README.md"
+    hand: str | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     settings: Settings = field(default_factory=Settings)
@@ -341,6 +356,7 @@ class Config:
     site: Site = field(default_factory=Site)
     bisect: BisectSettings = field(default_factory=BisectSettings)
     tracker: TrackerSettings | None = None
+    engines: EngineSettings | None = None
 
     @property
     def base_dir(self) -> Path:

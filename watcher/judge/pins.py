@@ -32,6 +32,7 @@ def view(pin: dict[str, Any] | None) -> dict[str, Any] | None:
     if not pin:
         return pin
     out = dict(pin)
+    out.pop("tracked", None)  # the audit's bookkeeping (tracker_check); pages show `fixes` only
     out["fixes"] = []
     for f in pin.get("fixes") or []:
         f = {**f, "state": fix_state(f.get("compare"))}
@@ -116,7 +117,8 @@ def tracker_check(pins: dict[str, dict[str, Any]]) -> PinCheck:
     """The tracker's PinCheck from the stored pins: a merged link is in our pin when its fix is
     in the pin of every recipe whose engine lives in the fix's repository; None when no recipe
     pins that engine, one of those pins resolves to no commit, or no compare of this fix with it
-    is stored (the pins compare only the fixes of a recipe's own blockers)."""
+    is stored (with [tracker], the pins compare every merged item of the watch list, not only
+    the fixes of a recipe's own blockers: `tracked` beside `fixes`)."""
 
     def check(link: Link, row: dict[str, Any]) -> bool | None:
         details = row.get("details") or {}
@@ -129,7 +131,8 @@ def tracker_check(pins: dict[str, dict[str, Any]]) -> PinCheck:
         for pin in mine:
             if not (pin.get("resolved") or {}).get("sha"):
                 return None
-            found = [f for f in pin.get("fixes") or [] if f.get("fix_sha") == sha]
+            compared = [*(pin.get("fixes") or ()), *(pin.get("tracked") or ())]
+            found = [f for f in compared if f.get("fix_sha") == sha]
             states.append(fix_state(found[0].get("compare")) if found else None)
         if AWAITING_PIN in states:
             return False

@@ -31,6 +31,7 @@ from watcher.notify.plan import with_snoozes
 from watcher.notify.send import notify_status, run_notify
 from watcher.poll.poller import Observation, Poller
 from watcher.publish.context import last_checked_at, page_sources
+from watcher.publish.glance import GLANCE, publish_glance
 from watcher.publish.page import digest, foreign_page, page_text
 from watcher.publish.site import build_site
 from watcher.publish.status import status_document
@@ -691,6 +692,8 @@ def _publish(run: _Run, write: bool) -> None:
         report.pages = render_pages(
             cfg, store, run.ev, run.at, report.offline_note, write=write, attempt=attempt
         )
+        if cfg.engines is not None and cfg.engines.glance:  # the At-a-glance table, same evaluation
+            report.pages[GLANCE] = publish_glance(cfg, store, run.ev, write, attempt=attempt)
         if cfg.tracker is not None:
             report.tracker = publish_tracker(
                 cfg, store.items(), run.at, write=write, pins=tracker_check(store.pins())

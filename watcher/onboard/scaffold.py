@@ -181,9 +181,13 @@ def watch_workflow(cfg: Config, root: Path, install: str | None = None) -> str:
     if cfg.smoke.backend == "github-actions":
         timeout = min(ACTIONS_MAX_MINUTES, timeout + round(cfg.smoke.dispatch_timeout / 60))
         why += "; plus [smoke] dispatch_timeout, while a GPU run is awaited"
+    written = [(p.output, f"[page.{p.id}] output") for p in cfg.pages]
+    if cfg.engines is not None and cfg.engines.glance:  # the At-a-glance table is published too
+        written.append((cfg.engines.glance, "[engines] glance"))
+    if cfg.tracker is not None and cfg.tracker.output != cfg.tracker.source:
+        written.append((cfg.tracker.output, "[tracker] output"))
     pages = " ".join(
-        _sh(_checked_path(cfg, _rel(cfg, cfg.resolve(p.output), root), f"[page.{p.id}] output"))
-        for p in cfg.pages
+        _sh(_checked_path(cfg, _rel(cfg, cfg.resolve(out), root), where)) for out, where in written
     )
     values = {
         "VERSION": __version__,

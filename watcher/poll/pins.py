@@ -118,6 +118,23 @@ def same_repo(source: str, repo: str) -> bool:
     return parts.hostname == "github.com" and path.lower() == repo.lower()
 
 
+def _fix(item_id: str, row: dict[str, Any], repo: str) -> dict[str, Any] | None:
+    """A merged item's fix, when it landed in `repo` (the pinned engine's repository)."""
+    details = row.get("details") or {}
+    sha = details.get("merge_commit_sha")
+    fix_repo = details.get("superseded_repo") or row.get("repo") or ""
+    if not sha or not repo or fix_repo.lower() != repo.lower():
+        return None
+    ref = details.get("superseded_ref") or f"{fix_repo}#{row.get('number')}"
+    return {
+        "item": item_id,
+        "ref": ref.split("/", 1)[-1],
+        "fix_sha": sha,
+        "merged_at": details.get("superseded_merged_at") or details.get("merged_at"),
+        "first_release": row.get("in_release"),
+    }
+
+
 def tracked_fixes(cfg: Config, recipe: Recipe, items: dict[str, dict], repo: str) -> list[dict]:
     """The merged fixes of the recipe's blockers that landed in the pinned engine's repository."""
     out = []
@@ -127,23 +144,20 @@ def tracked_fixes(cfg: Config, recipe: Recipe, items: dict[str, dict], repo: str
         except KeyError:
             continue
         for item_id in blocker.items:
-            row = items.get(item_id) or {}
-            details = row.get("details") or {}
-            sha = details.get("merge_commit_sha")
-            fix_repo = details.get("superseded_repo") or row.get("repo") or ""
-            if not sha or not repo or fix_repo.lower() != repo.lower():
-                continue
-            ref = details.get("superseded_ref") or f"{fix_repo}#{row.get('number')}"
-            out.append(
-                {
-                    "blocker": blocker_id,
-                    "item": item_id,
-                    "ref": ref.split("/", 1)[-1],
-                    "fix_sha": sha,
-                    "merged_at": details.get("superseded_merged_at") or details.get("merged_at"),
-                    "first_release": row.get("in_release"),
-                }
-            )
+            fix = _fix(item_id, items.get(item_id) or {}, repo)
+            if fix is not None:
+                out.append({"blocker": blocker_id, **fix})
+    return out
+
+
+def other_fixes(cfg: Config, items: dict[str, dict], repo: str, skip: set[str]) -> list[dict]:
+    """The watch list's other merged items in the pinned repository (the tracker's rows that are
+    no blocker's item of this recipe): compared with the pin only so the audit can place them."""
+    out = []
+    for item in cfg.items:
+        fix = None if item.id in skip else _fix(item.id, items.get(item.id) or {}, repo)
+        if fix is not None:
+            out.append(fix)
     return out
 
 
@@ -223,6 +237,9 @@ def refresh_pins(
     own = registry is None
     registry = registry or Registry()
     out: dict[str, dict[str, Any]] = {}
+    shared: list[
+        dict[str, Any]
+    ] = []  # compares answered this cycle: recipes sharing a pin ask once
     try:
         for recipe in cfg.recipes:
             out[recipe.id] = _one(
@@ -236,6 +253,7 @@ def refresh_pins(
                 at,
                 check,
                 every,
+                shared,
             )
             store.put_pin(recipe.id, out[recipe.id], at)
     finally:
@@ -244,7 +262,9 @@ def refresh_pins(
     return out
 
 
-def _one(cfg, recipe, old, items, client, registry, now, at, check, every) -> dict[str, Any]:
+def _one(
+    cfg, recipe, old, items, client, registry, now, at, check, every, shared: list[dict]
+) -> dict[str, Any]:
     pin = recipe_pin(recipe)
     doc: dict[str, Any] = pin.as_dict()
     same = old.get("reference") == pin.reference and old.get("kind") == pin.kind
@@ -275,4 +295,10 @@ def _one(cfg, recipe, old, items, client, registry, now, at, check, every) -> di
     if sha and fixes:
         compare_fixes(client, pin.repo, sha, fixes, old.get("fixes") or [])
     doc["fixes"] = fixes
+    if cfg.tracker is not None:  # the audit places every merged row against the pins, not
+        others = other_fixes(cfg, items, pin.repo, {f["item"] for f in fixes})  # only blockers'
+        if sha and others:
+            compare_fixes(client, pin.repo, sha, others, [*old.get("tracked", ()), *shared])
+            shared.extend(f for f in others if f.get("compare"))
+        doc["tracked"] = others
     return doc

@@ -240,6 +240,10 @@ def page_text(
         statuses=sources["statuses"],
         pins=sources.get("pins"),
     )
+    if page.engine is not None:  # a page [engines] made: its pins and tracker rows too
+        from watcher.publish.engines import engine_context
+
+        ctx.update(engine_context(cfg, page, ev, sources))
     return render_page(cfg, ctx)
 
 

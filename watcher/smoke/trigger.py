@@ -1,6 +1,7 @@
 """When check-now runs (or dispatches) a smoke test, and how many it may run per day.
 
-A recipe is due when, in this cycle: a page it is on became `ready-to-test`; an item of one of its
+A recipe is due when, in this cycle: a page it is on became `ready-to-test` (on a page [engines]
+made, only a recipe with blockers: its fixes landed); an item of one of its
 blockers (items or watch; hints only with hints_trigger_smoke; snoozed items excepted) changed
 its state or evidence (item events are recorded only then: a title, a body or a new
 cross-reference is never a trigger, see `watcher.judge.states.evidence_key`);
@@ -121,6 +122,7 @@ def due_recipes(
             if (
                 page.id in now_ready
                 and recipe.id in page.recipes
+                and (page.engine is None or recipe.blockers)  # an [engines] page: a fix landed
                 and ev.pages[page.id].status == "ready-to-test"
                 and all(
                     ev.blockers[b].status in ("fix-merged", "verified") for b in recipe.blockers
