@@ -69,12 +69,13 @@ def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """recipe id -> its newest run on target hardware that reached a verdict.
 
     Skipped runs never ran; `started` (still running) and `interrupted` (watcher died) runs have no
-    outcome to judge by, so none of these can validate or regress a page.
+    outcome to judge by; a setup refusal ("not launched (setup): …") never launched the engine:
+    none of these can validate or regress a page.
     """
     out: dict[str, dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: (r.get("started_at") or "", r.get("run_id") or "")):
         res = SmokeResult.from_record(run)
-        if res.outcome in NO_VERDICT or not res.matches_target:
+        if res.outcome in NO_VERDICT or not res.matches_target or res.setup_problem:
             continue
         if res.extra.get("bisect"):  # a bisect step ran an older build: never the recipe's verdict
             continue
