@@ -337,7 +337,7 @@ def evaluate_page(
             p.id,
             "validated",
             f"{fast[0].id} passed on {_gpus(run)} on {(run.get('started_at') or '')[:10]}"
-            + (f"; {speed_phrase(c, _base_title(cfg, fast[0]))}" if c else ""),
+            + (f"; {speed_phrase(c, _base_title(cfg, fast[0], c))}" if c else ""),
             p.blockers,
             validated_run=run,
             latest_runs=runs,
@@ -347,7 +347,7 @@ def evaluate_page(
     if slow:  # works on target hardware, but not worth switching to: parked until it is
         run = latest[slow[0].id]
         c = _shown_comparison(slow[0], run)
-        phrase = speed_phrase(c, _base_title(cfg, slow[0]))
+        phrase = speed_phrase(c, _base_title(cfg, slow[0], c))
         reason = f"{slow[0].id} runs on {_gpus(run)}, but {phrase[:-1]}, {c.get('date') or (run.get('started_at') or '')[:10]})"
         return PageStatus(
             p.id,
@@ -432,7 +432,9 @@ def _floor_verdict(recipe: Recipe, run: dict[str, Any]) -> str:
     ):
         return CLEARS
     c = SmokeResult.from_record(run).comparison or {}
-    if c.get("baseline") != recipe.baseline or not c.get("matches_target"):
+    if c.get("baseline") not in (recipe.baseline, *recipe.rig_baselines) or not c.get(
+        "matches_target"
+    ):
         return "insufficient data"
     return rejudge(c, recipe.min_speed_vs_baseline, recipe.max_ttft_vs_baseline)
 
@@ -457,11 +459,13 @@ def _gpus(run: dict[str, Any]) -> str:
     return ", ".join(names) or "no GPU"
 
 
-def _base_title(cfg: Config, recipe: Recipe) -> str:
+def _base_title(cfg: Config, recipe: Recipe, c: dict[str, Any] | None = None) -> str:
+    """The title of the baseline the comparison `c` ran against (a rig's own, where it did)."""
+    name = (c or {}).get("baseline") or recipe.baseline
     try:
-        base = cfg.recipe(recipe.baseline or "")
+        base = cfg.recipe(name or "")
     except KeyError:
-        return str(recipe.baseline)
+        return str(name)
     return f"the {base.title} path" if base.title else str(base.id)
 
 
