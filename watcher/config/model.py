@@ -208,6 +208,15 @@ class Recipe:
     # baselines for a smaller rig, tried in order where `baseline` needs more GPUs than the host
     # has (watcher.smoke.session.pick_baseline): a one-GPU recipe is compared on one GPU too
     rig_baselines: tuple[str, ...] = ()
+    # who starts its first GPU run: `auto` (a cycle's trigger) or `manual` (`watcher smoke ID`);
+    # unset: `auto` once it names blockers (their fix is what it waits for), else `manual`
+    first_run: str | None = None
+
+    @property
+    def first_run_manual(self) -> bool:
+        """Its first GPU run waits for the maintainer: a proposal is not a verdict."""
+        return (self.first_run or ("auto" if self.blockers else "manual")) == "manual"
+
     source: Source | None = None  # where its engine builds come from (watcher bisect)
     image_written: str = ""  # its compose service's image (variables filled where knowable)
 

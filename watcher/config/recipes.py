@@ -33,6 +33,9 @@ MAX_REPEATS = 50
 MAX_COMPARE_ROUNDS = 10
 
 
+FIRST_RUN = ("auto", "manual")  # who starts a recipe's first GPU run: a cycle, or the maintainer
+
+
 def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Recipe:
     """One [[recipe]] table; `baselines`: the ids other recipes name as their baseline."""
     recipe_id = r.ident()
@@ -132,6 +135,7 @@ def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Reci
         max_ttft_vs_baseline=r.get("max_ttft_vs_baseline", float),
         compare_rounds=r.get("compare_rounds", int, 1),
         rig_baselines=r.str_list("rig_baselines"),
+        first_run=r.choice("first_run", FIRST_RUN),
         source=_source(r.sub("source"), engine),
         image_written=_image_written(from_compose),
     )

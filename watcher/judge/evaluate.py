@@ -21,7 +21,9 @@ from watcher.judge.views import item_phrase, project_name
 from watcher.store.smokerun import SmokeResult
 
 CLEARED = ("fix-merged", "verified")
-PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
+# `untested`: a recipe nothing blocks and no run on target hardware has tried (a proposal, not a
+# verdict); readers see "not tested yet"
+PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked", "untested")
 STAGE_ORDER = {"launch": 0, "ready": 1, "passed": 2}
 
 
@@ -379,7 +381,14 @@ def evaluate_page(
             p.blockers,
             latest_runs=runs,
         )
-    ready = [r for r in recipes if all(blockers[b].status in CLEARED for b in r.blockers)]
+    # nothing blocks a recipe that names no blocker, but that is no reason to call it ready: until
+    # a run on target hardware tried it, it is only proposed ("not tested yet")
+    untested = [r for r in recipes if not r.blockers and r.id not in latest]
+    ready = [
+        r
+        for r in recipes
+        if r not in untested and all(blockers[b].status in CLEARED for b in r.blockers)
+    ]
     if not recipes:
         open_ = [b for b in p.blockers if blockers[b].status not in CLEARED]
         if not open_:
@@ -399,6 +408,18 @@ def evaluate_page(
             p.blockers,
             latest_runs=runs,
         )
+    if untested:
+        return PageStatus(
+            p.id,
+            "untested",
+            f"not tested yet: nothing blocks {_some(r.id for r in untested)}, and no smoke"
+            f" run on target hardware has tried {'it' if len(untested) == 1 else 'them'}"
+            + "".join(
+                f"; `watcher smoke {r.id}` runs it" for r in untested[:1] if r.first_run_manual
+            ),
+            p.blockers,
+            latest_runs=runs,
+        )
     reasons = []
     for r in recipes:
         if held.get(r.id):
@@ -414,6 +435,13 @@ def evaluate_page(
         latest_runs=runs,
         held_by_pin=tuple(r for r, why in held.items() if why),
     )
+
+
+def _some(names, shown: int = 3) -> str:
+    """'a, b, c and 4 more': a long list of proposals stays one readable reason."""
+    names = list(names)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _held(

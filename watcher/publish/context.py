@@ -46,6 +46,7 @@ PAGE_HEADLINES = {
     "validated": "validated alternative",
     "regressed": "regressed, was validated",
     "parked": "parked by the maintainers",
+    "untested": "not tested yet",
 }
 FLOOR_HEADLINE = "parked: it runs, but slower than the validated path"
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
@@ -72,6 +73,7 @@ STATUS_TONES = {
     "reproduces": "bad",
     "regressed": "bad",
     "parked": "muted",
+    "untested": "muted",
 }
 
 

@@ -31,6 +31,7 @@ PAGE_WORDS = {
     "validated": "validated",
     "regressed": "regressed",
     "parked": "parked",
+    "untested": "not tested yet",
     "unknown": "not checked yet",
 }
 STATE_WORDS = {
@@ -129,6 +130,8 @@ def headline(
         return f"parked{for_days}: it runs on {gpu}, but slower than the validated path"
     if status == "parked":
         return f"parked by the maintainers{for_days}"
+    if status == "untested":
+        return f"not tested yet on {gpu}: nothing blocks it, and no smoke run has tried it"
     return PAGE_WORDS.get(status, status)
 
 
