@@ -101,3 +101,18 @@ def test_a_candidate_that_does_not_fit_quotes_its_own_need(tmp_path, one_gpu):
 def test_rig_baselines_are_checked_at_load(tmp_path):
     with pytest.raises(ConfigError, match=r"key 'rig_baselines': no recipe with id 'nope'"):
         _config(tmp_path, 'rig_baselines = ["nope"]\n')
+
+
+def test_the_shipped_tp1_recipes_pick_the_single_card_path_on_one_gpu(shipped_cfg):
+    """The shipped list: on one 3090 the TP=1 SGLang recipes are compared with the guide's
+    llama.cpp MTP single-card path, on two with the vLLM MTP path, as before."""
+    from watcher.smoke.hardware import Gpu, GpuReading
+    from watcher.smoke.session import pick_baseline
+
+    card = Gpu("NVIDIA GeForce RTX 3090", 24576, "8.6")
+    for rid in ("sglang-eagle-tp1", "sglang-mtp-tp1", "sglang-nospec-tp1"):
+        recipe = shipped_cfg.recipe(rid)
+        assert recipe.hardware.gpu_count == 1
+        one, _ = pick_baseline(shipped_cfg, recipe, GpuReading((card,), "nvml"))
+        two, _ = pick_baseline(shipped_cfg, recipe, GpuReading((card, card), "nvml"))
+        assert (one.id, two.id) == ("llamacpp-mtp-tp1", "vllm-mtp-tp2")
