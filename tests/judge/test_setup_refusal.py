@@ -74,3 +74,10 @@ def test_an_engine_error_still_regresses_it(tmp_path, store):
     for doc in (PASSED, CRASHED):
         store.add_smoke_run(doc)
     assert [r["run_id"] for r in store.evaluation_runs()] == [CRASHED["run_id"]]
+
+
+def test_the_event_says_it_is_a_setup_problem():
+    from watcher.smoke.run import run_message
+
+    assert run_message(REFUSED).endswith(": error (a setup problem, not launched: no verdict)")
+    assert run_message(CRASHED).endswith(": error")

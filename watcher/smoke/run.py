@@ -361,6 +361,8 @@ def run_message(doc: dict[str, Any]) -> str:
     """The one-line event message for a run, as the page's change list shows it."""
     off = "" if (doc.get("hardware") or {}).get("matches_target") else " (off-target)"
     sig = f" ({doc['signature']})" if doc.get("signature") else ""
+    if SmokeResult.from_record(doc).setup_problem:  # never the engine's verdict: say so
+        sig = " (a setup problem, not launched: no verdict)"
     return f"smoke run {doc['run_id']} of {doc['recipe']}: {doc['outcome']}{sig}{off}"
 
 
