@@ -100,3 +100,22 @@ def test_a_first_run_set_to_auto_or_one_run_by_hand_lets_cycles_start_it(tmp_pat
     )
     ev = evaluate(cfg, {}, store.evaluation_runs(), {}, NOW)
     assert SGLANG in {d.recipe for d in due_recipes(cfg, store, ev, [RELEASES], NOW)}
+
+
+def test_a_waiting_trigger_of_a_never_tested_proposal_is_kept_not_run(tmp_path, store):
+    """A trigger stored before (an older watcher, a page that was ready) still starts nothing:
+    it waits, its note naming the command that starts it."""
+    from watcher.core.clock import iso
+    from watcher.smoke.trigger import run_triggers
+
+    cfg, _ = _scanned(tmp_path)
+    at = iso(NOW)
+    store.put_trigger(VLLM, state="waiting", reasons=["old"], since=at, updated_at=at)
+
+    def runner(cfg, recipe, run_id):
+        raise AssertionError(f"{recipe.id} was started")
+
+    ev = evaluate(cfg, {}, [], {}, NOW)
+    docs, _ = run_triggers(cfg, store, ev, [], NOW, cycle_id=None, at=at, runner=runner)
+    assert docs == []
+    assert f"`watcher smoke {VLLM}`" in store.triggers()[VLLM]["note"]
