@@ -81,3 +81,13 @@ def test_the_event_says_it_is_a_setup_problem():
 
     assert run_message(REFUSED).endswith(": error (a setup problem, not launched: no verdict)")
     assert run_message(CRASHED).endswith(": error")
+
+
+def test_readers_see_a_setup_problem_not_a_test_result(tmp_path):
+    from watcher.publish.prose import run_sentence
+
+    cfg = load_watch(tmp_path, WATCH)
+    said = run_sentence(cfg, REFUSED, "an RTX 3090")
+    assert said.startswith("Last tried on 2026-11-29 on an NVIDIA GeForce RTX 3090: not launched,")
+    assert "a setup problem on the test host" in said and "could not run" not in said
+    assert "could not run" in run_sentence(cfg, CRASHED, "an RTX 3090")

@@ -119,3 +119,20 @@ def test_a_waiting_trigger_of_a_never_tested_proposal_is_kept_not_run(tmp_path, 
     docs, _ = run_triggers(cfg, store, ev, [], NOW, cycle_id=None, at=at, runner=runner)
     assert docs == []
     assert f"`watcher smoke {VLLM}`" in store.triggers()[VLLM]["note"]
+
+
+def test_readers_see_not_tested_yet(tmp_path):
+    """The page of a proposal nothing blocks says "not tested yet", in its headline and beside
+    the recipe, and status.json says `untested`."""
+    import json
+
+    page = '[[page]]\nid = "vllm"\ntitle = "vLLM"\noutput = "docs/VLLM.md"\nrecipes = ["{}"]\n'
+    cfg, _ = _scanned(tmp_path, lambda t: t + "\n" + page.format(VLLM))
+    guide = tmp_path / "guide"
+    r = CliRunner().invoke(cli, ["check-now", "--offline", "--config", str(guide / "watch.toml")])
+    assert r.exit_code in (0, 1), r.output
+    text = (guide / "docs/VLLM.md").read_text()
+    assert text.startswith("# vLLM — not tested yet on two RTX 3090s: nothing blocks it")
+    assert "Not tested yet on two RTX 3090s: nothing blocks it, and no smoke run has" in text
+    status = json.loads((cfg.site_dir / "status.json").read_text())
+    assert {p["id"]: p["status"] for p in status["pages"]}["vllm"] == "untested"

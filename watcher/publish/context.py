@@ -360,7 +360,8 @@ def _recipe_view(cfg, page, r_id, ev, runs, never_read, trigger, said) -> dict[s
             }
             for b in r.blockers
         ],
-        "tested": prose.run_sentence(cfg, tested, gpu, said=said),
+        "tested": prose.run_sentence(cfg, tested, gpu, said=said)
+        or (None if r.blockers else prose.untested_sentence(gpu)),
         "waiting": prose.waiting_sentence(trigger, gpu, cfg.smoke.backend),
     }
 
