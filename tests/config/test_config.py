@@ -260,7 +260,7 @@ def test_validate_cli_exit_codes(tmp_path):
         env=env,
     )
     assert r.returncode == 0, r.stderr
-    assert "13 items, 4 blockers, 4 recipes, 2 pages" in r.stdout
+    assert "13 items, 4 blockers, 5 recipes, 2 pages" in r.stdout
 
 
 def test_init_writes_default_and_never_overwrites(tmp_path):

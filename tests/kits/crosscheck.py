@@ -26,6 +26,7 @@ _WORDS = (
     ("regressed", "regressed"),
     ("parked", "parked"),
     ("not checked yet", "unknown"),
+    ("not tested yet", "untested"),
 )
 
 

@@ -134,9 +134,15 @@ def _baselines(data: dict) -> frozenset[str]:
     tables = data.get("recipe")
     if not isinstance(tables, list):
         return frozenset()
-    return frozenset(
-        t["baseline"] for t in tables if isinstance(t, dict) and isinstance(t.get("baseline"), str)
-    )
+    named: set[str] = set()
+    for t in tables:
+        if not isinstance(t, dict):
+            continue
+        if isinstance(t.get("baseline"), str):
+            named.add(t["baseline"])
+        if isinstance(t.get("rig_baselines"), list):
+            named.update(b for b in t["rig_baselines"] if isinstance(b, str))
+    return frozenset(named)
 
 
 def _check_references(cfg: Config, path: Path) -> None:
@@ -165,14 +171,18 @@ def _check_references(cfg: Config, path: Path) -> None:
         check(f"blocker.{b.id}", "signatures", b.signatures, signatures, "signature")
     for r in cfg.recipes:
         check(f"recipe.{r.id}", "blockers", r.blockers, blockers, "blocker")
-        if r.baseline:
-            check(f"recipe.{r.id}", "baseline", (r.baseline,), recipes, "recipe")
-            base = cfg.recipe(r.baseline)
-            if base.id == r.id or base.baseline:
-                raise ConfigError(
-                    f"{path}: [recipe.{r.id}] key 'baseline': {base.id!r} must be another"
-                    " recipe that has no baseline of its own"
-                )
+        for key, names in (
+            ("baseline", (r.baseline,) if r.baseline else ()),
+            ("rig_baselines", r.rig_baselines),
+        ):
+            check(f"recipe.{r.id}", key, names, recipes, "recipe")
+            for name in names:
+                base = cfg.recipe(name)
+                if base.id == r.id or base.baseline:
+                    raise ConfigError(
+                        f"{path}: [recipe.{r.id}] key '{key}': {base.id!r} must be another"
+                        " recipe that has no baseline of its own"
+                    )
     for p in cfg.pages:
         check(f"page.{p.id}", "blockers", p.blockers, blockers, "blocker")
         check(f"page.{p.id}", "recipes", p.recipes, recipes, "recipe")

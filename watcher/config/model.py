@@ -205,6 +205,18 @@ class Recipe:
     min_speed_vs_baseline: float | None = None
     max_ttft_vs_baseline: float | None = None  # TTFT may be at most this many times baseline's
     compare_rounds: int = 1  # launches of each, interleaved (B R, R B, ...)
+    # baselines for a smaller rig, tried in order where `baseline` needs more GPUs than the host
+    # has (watcher.smoke.session.pick_baseline): a one-GPU recipe is compared on one GPU too
+    rig_baselines: tuple[str, ...] = ()
+    # who starts its first GPU run: `auto` (a cycle's trigger) or `manual` (`watcher smoke ID`);
+    # unset: `auto` once it names blockers (their fix is what it waits for), else `manual`
+    first_run: str | None = None
+
+    @property
+    def first_run_manual(self) -> bool:
+        """Its first GPU run waits for the maintainer: a proposal is not a verdict."""
+        return (self.first_run or ("auto" if self.blockers else "manual")) == "manual"
+
     source: Source | None = None  # where its engine builds come from (watcher bisect)
     image_written: str = ""  # its compose service's image (variables filled where knowable)
 

@@ -33,6 +33,9 @@ MAX_REPEATS = 50
 MAX_COMPARE_ROUNDS = 10
 
 
+FIRST_RUN = ("auto", "manual")  # who starts a recipe's first GPU run: a cycle, or the maintainer
+
+
 def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Recipe:
     """One [[recipe]] table; `baselines`: the ids other recipes name as their baseline."""
     recipe_id = r.ident()
@@ -131,6 +134,8 @@ def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Reci
         min_speed_vs_baseline=r.get("min_speed_vs_baseline", float),
         max_ttft_vs_baseline=r.get("max_ttft_vs_baseline", float),
         compare_rounds=r.get("compare_rounds", int, 1),
+        rig_baselines=r.str_list("rig_baselines"),
+        first_run=r.choice("first_run", FIRST_RUN),
         source=_source(r.sub("source"), engine),
         image_written=_image_written(from_compose),
     )
@@ -140,6 +145,8 @@ def read_recipe(r: TableReader, baselines: frozenset[str] = frozenset()) -> Reci
             r.fail(key, f"must be a positive ratio, got {value}")
         if value is not None and not rec.baseline:
             r.fail(key, "needs a 'baseline' recipe to compare with")
+    if rec.rig_baselines and not rec.baseline:
+        r.fail("rig_baselines", "needs a 'baseline' recipe first (the one for the target rig)")
     if not 1 <= rec.compare_rounds <= MAX_COMPARE_ROUNDS:
         r.fail(
             "compare_rounds",

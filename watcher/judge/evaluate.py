@@ -21,7 +21,9 @@ from watcher.judge.views import item_phrase, project_name
 from watcher.store.smokerun import SmokeResult
 
 CLEARED = ("fix-merged", "verified")
-PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked")
+# `untested`: a recipe nothing blocks and no run on target hardware has tried (a proposal, not a
+# verdict); readers see "not tested yet"
+PAGE_STATUSES = ("blocked", "ready-to-test", "validated", "regressed", "parked", "untested")
 STAGE_ORDER = {"launch": 0, "ready": 1, "passed": 2}
 
 
@@ -69,12 +71,13 @@ def latest_target_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """recipe id -> its newest run on target hardware that reached a verdict.
 
     Skipped runs never ran; `started` (still running) and `interrupted` (watcher died) runs have no
-    outcome to judge by, so none of these can validate or regress a page.
+    outcome to judge by; a setup refusal ("not launched (setup): …") never launched the engine:
+    none of these can validate or regress a page.
     """
     out: dict[str, dict[str, Any]] = {}
     for run in sorted(runs, key=lambda r: (r.get("started_at") or "", r.get("run_id") or "")):
         res = SmokeResult.from_record(run)
-        if res.outcome in NO_VERDICT or not res.matches_target:
+        if res.outcome in NO_VERDICT or not res.matches_target or res.setup_problem:
             continue
         if res.extra.get("bisect"):  # a bisect step ran an older build: never the recipe's verdict
             continue
@@ -337,7 +340,7 @@ def evaluate_page(
             p.id,
             "validated",
             f"{fast[0].id} passed on {_gpus(run)} on {(run.get('started_at') or '')[:10]}"
-            + (f"; {speed_phrase(c, _base_title(cfg, fast[0]))}" if c else ""),
+            + (f"; {speed_phrase(c, _base_title(cfg, fast[0], c))}" if c else ""),
             p.blockers,
             validated_run=run,
             latest_runs=runs,
@@ -347,7 +350,7 @@ def evaluate_page(
     if slow:  # works on target hardware, but not worth switching to: parked until it is
         run = latest[slow[0].id]
         c = _shown_comparison(slow[0], run)
-        phrase = speed_phrase(c, _base_title(cfg, slow[0]))
+        phrase = speed_phrase(c, _base_title(cfg, slow[0], c))
         reason = f"{slow[0].id} runs on {_gpus(run)}, but {phrase[:-1]}, {c.get('date') or (run.get('started_at') or '')[:10]})"
         return PageStatus(
             p.id,
@@ -379,7 +382,14 @@ def evaluate_page(
             p.blockers,
             latest_runs=runs,
         )
-    ready = [r for r in recipes if all(blockers[b].status in CLEARED for b in r.blockers)]
+    # nothing blocks a recipe that names no blocker, but that is no reason to call it ready: until
+    # a run on target hardware tried it, it is only proposed ("not tested yet")
+    untested = [r for r in recipes if not r.blockers and r.id not in latest]
+    ready = [
+        r
+        for r in recipes
+        if r not in untested and all(blockers[b].status in CLEARED for b in r.blockers)
+    ]
     if not recipes:
         open_ = [b for b in p.blockers if blockers[b].status not in CLEARED]
         if not open_:
@@ -396,6 +406,18 @@ def evaluate_page(
             p.id,
             "ready-to-test",
             f"every blocker of {on_pin[0].id} is cleared; a smoke run on target hardware decides",
+            p.blockers,
+            latest_runs=runs,
+        )
+    if untested:
+        return PageStatus(
+            p.id,
+            "untested",
+            f"not tested yet: nothing blocks {_some(r.id for r in untested)}, and no smoke"
+            f" run on target hardware has tried {'it' if len(untested) == 1 else 'them'}"
+            + "".join(
+                f"; `watcher smoke {r.id}` runs it" for r in untested[:1] if r.first_run_manual
+            ),
             p.blockers,
             latest_runs=runs,
         )
@@ -416,6 +438,13 @@ def evaluate_page(
     )
 
 
+def _some(names, shown: int = 3) -> str:
+    """'a, b, c and 4 more': a long list of proposals stays one readable reason."""
+    names = list(names)
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _held(
     r: Recipe, blockers: dict[str, BlockerStatus], pins: dict[str, dict[str, Any]] | None
 ) -> str | None:
@@ -432,7 +461,9 @@ def _floor_verdict(recipe: Recipe, run: dict[str, Any]) -> str:
     ):
         return CLEARS
     c = SmokeResult.from_record(run).comparison or {}
-    if c.get("baseline") != recipe.baseline or not c.get("matches_target"):
+    if c.get("baseline") not in (recipe.baseline, *recipe.rig_baselines) or not c.get(
+        "matches_target"
+    ):
         return "insufficient data"
     return rejudge(c, recipe.min_speed_vs_baseline, recipe.max_ttft_vs_baseline)
 
@@ -457,11 +488,13 @@ def _gpus(run: dict[str, Any]) -> str:
     return ", ".join(names) or "no GPU"
 
 
-def _base_title(cfg: Config, recipe: Recipe) -> str:
+def _base_title(cfg: Config, recipe: Recipe, c: dict[str, Any] | None = None) -> str:
+    """The title of the baseline the comparison `c` ran against (a rig's own, where it did)."""
+    name = (c or {}).get("baseline") or recipe.baseline
     try:
-        base = cfg.recipe(recipe.baseline or "")
+        base = cfg.recipe(name or "")
     except KeyError:
-        return str(recipe.baseline)
+        return str(name)
     return f"the {base.title} path" if base.title else str(base.id)
 
 

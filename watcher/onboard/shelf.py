@@ -26,6 +26,7 @@ from watcher.config.composefile import (
     read_service,
     spec_method,
 )
+from watcher.config.load import load_config
 from watcher.core.errors import ConfigError
 
 
@@ -49,6 +50,7 @@ class Proposal:
     launcher_vars: list[str] = field(default_factory=list)  # image variables with no default
     image: str = ""
     port: int | None = None
+    blockers: list[str] = field(default_factory=list)  # its engine's pages' blockers (watch.toml)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Shelf:
 
     proposals: list[Proposal] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (compose path, reason)
+    notes: list[str] = field(default_factory=list)  # about the whole scan
 
 
 def _slug(*parts: str) -> str:
@@ -114,7 +117,39 @@ def scan_composes(root: Path, base: Path, include_all: bool = False) -> Shelf:
                 p.id += "-2"
             seen.add(p.id)
         shelf.proposals.extend(found)
+    _with_page_blockers(shelf, base)
     return shelf
+
+
+def _with_page_blockers(shelf: Shelf, base: Path) -> None:
+    """A proposal is not a verdict: a compose of an engine whose page (in `base`/watch.toml) has
+    blockers is proposed with them, and a note says which page and to drop those it does not
+    exercise, so appending it cannot flip that page to ready-to-test."""
+    path = base / "watch.toml"
+    if not path.is_file():
+        return
+    try:
+        cfg = load_config(path)
+    except ConfigError as e:
+        shelf.notes.append(f"{path} not read, so no page's blockers are proposed: {e}")
+        return
+    engines = {r.id: r.engine for r in cfg.recipes}
+    pages: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for page in cfg.pages:
+        for engine in dict.fromkeys(engines[r] for r in page.recipes if r in engines):
+            if page.blockers:
+                pages.setdefault(engine, []).append((page.id, page.blockers))
+    for p in shelf.proposals:
+        found = pages.get(p.engine, [])
+        blockers = list(dict.fromkeys(b for _, bs in found for b in bs))
+        if not blockers:
+            continue
+        p.blockers = blockers
+        where = ", ".join(f"{pid} ({', '.join(bs)})" for pid, bs in found)
+        p.notes.append(
+            f"the {p.engine} page(s) {where} name blockers: proposed with them; drop those this"
+            " compose does not exercise"
+        )
 
 
 def _propose(svc, rel: str, name: str, labels: dict[str, str], why: str) -> Proposal:
@@ -194,6 +229,11 @@ def proposals_toml(shelf: Shelf) -> str:
         f"# {len(proposals)} recipe(s) proposed by `watcher init --scan-composes`."
         " Read the notes; add the ids to a page's `recipes` (the engines page) to show them.",
     ]
+    lines += [f"# note: {n}" for n in shelf.notes]
+    lines.append(
+        '# Each is proposed with first_run = "manual": no cycle starts a GPU run of it until'
+        ' `watcher smoke ID` has tried it once (or you set first_run = "auto").'
+    )
     if shelf.skipped:
         lines.append(
             f"# {len(shelf.skipped)} compose file(s) not proposed"
@@ -220,6 +260,9 @@ def proposals_toml(shelf: Shelf) -> str:
             lines += [f"spec_method = {_q(p.spec_method)}", "spec_decode = true"]
         if p.pass_env:
             lines.append(f"pass_env = {_q(p.pass_env)}")
+        if p.blockers:
+            lines.append(f"blockers = {_q(p.blockers)}")
+        lines.append('first_run = "manual"')
         if p.mark:
             said = f": {p.status_text}" if p.status_text else ""
             lines.append(f"notes = {_q(f'compose {p.mark}{said}')}")

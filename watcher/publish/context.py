@@ -46,6 +46,7 @@ PAGE_HEADLINES = {
     "validated": "validated alternative",
     "regressed": "regressed, was validated",
     "parked": "parked by the maintainers",
+    "untested": "not tested yet",
 }
 FLOOR_HEADLINE = "parked: it runs, but slower than the validated path"
 BLOCKER_MARKS = {"blocked": "❌", "reproduces": "❌", "fix-merged": "⚠️", "verified": "✅"}
@@ -72,6 +73,7 @@ STATUS_TONES = {
     "reproduces": "bad",
     "regressed": "bad",
     "parked": "muted",
+    "untested": "muted",
 }
 
 
@@ -360,7 +362,8 @@ def _recipe_view(cfg, page, r_id, ev, runs, never_read, trigger, said) -> dict[s
             }
             for b in r.blockers
         ],
-        "tested": prose.run_sentence(cfg, tested, gpu, said=said),
+        "tested": prose.run_sentence(cfg, tested, gpu, said=said)
+        or (None if r.blockers else prose.untested_sentence(gpu)),
         "waiting": prose.waiting_sentence(trigger, gpu, cfg.smoke.backend),
     }
 

@@ -15,6 +15,7 @@ from watcher.config.model import Config, Hardware
 from watcher.config.signatures import all_signatures
 from watcher.core.clock import parse_iso
 from watcher.judge.views import mislabel, project_name
+from watcher.store.smokerun import SmokeResult
 
 # A blocker whose items cannot be read now keeps its last status; the reader is told so, short.
 STALE_WORDS = "can't check right now"
@@ -31,6 +32,7 @@ PAGE_WORDS = {
     "validated": "validated",
     "regressed": "regressed",
     "parked": "parked",
+    "untested": "not tested yet",
     "unknown": "not checked yet",
 }
 STATE_WORDS = {
@@ -129,6 +131,8 @@ def headline(
         return f"parked{for_days}: it runs on {gpu}, but slower than the validated path"
     if status == "parked":
         return f"parked by the maintainers{for_days}"
+    if status == "untested":
+        return f"not tested yet on {gpu}: nothing blocks it, and no smoke run has tried it"
     return PAGE_WORDS.get(status, status)
 
 
@@ -211,7 +215,17 @@ def run_sentence(
         what = signature_phrase(cfg, signature)
     off = "" if hw.get("matches_target") else f" (not {gpu}: it proves nothing here)"
     tail = f": {what}" if what else ""
+    if SmokeResult.from_record(run).setup_problem:  # the engine never started: no verdict
+        return (
+            f"Last tried on {day(run.get('started_at'))} on {on}: not launched, a setup problem"
+            " on the test host (it says nothing about the engine)."
+        )
     return f"Last tested on {day(run.get('started_at'))} on {on}{off}: {words}{tail}."
+
+
+def untested_sentence(gpu: str) -> str:
+    """A recipe nothing blocks and no run has tried: proposed, not judged."""
+    return f"Not tested yet on {gpu}: nothing blocks it, and no smoke run has tried it."
 
 
 def waiting_sentence(trigger: dict[str, Any] | None, gpu: str, backend: str) -> str | None:

@@ -59,7 +59,7 @@ from watcher.smoke.launch import (
 from watcher.smoke.log import LogPump
 from watcher.smoke.probes import generation_answered, refuse_taken_port, served_by, wait_ready
 from watcher.smoke.sequence import FATAL_GRACE_S, Launched, Launcher, probe_ready, verdict
-from watcher.smoke.session import sessions, with_comparison
+from watcher.smoke.session import no_baseline, pick_baseline, sessions, with_comparison
 from watcher.store.db import Store
 from watcher.store.smokerun import SmokeResult
 
@@ -141,11 +141,13 @@ def run_results(
     one session (`smoke.session`): `compare_rounds` rounds, interleaved (B R1 R2, R2 R1 B, ...),
     the baseline launched once a round for all of them. Its runs are nested (`baseline_runs`)
     in the first candidate's result only, so they are stored once; every candidate's
-    `comparison.baseline_run_ids` names them."""
+    `comparison.baseline_run_ids` names them. Each recipe's baseline is the first that fits
+    this host (`session.pick_baseline`); with none, the recipe runs alone and says so."""
     reading = reading if reading is not None else read_gpus()
     run_ids = run_ids or {}
     out: dict[str, SmokeResult] = {}
-    for s in sessions(cfg, recipes):
+    picks = {r.id: pick_baseline(cfg, r, reading, any_hardware) for r in recipes}
+    for s in sessions(cfg, recipes, picked={rid: base for rid, (base, _) in picks.items()}):
         runs: dict[str, list[SmokeResult]] = {r.id: [] for r in s.candidates}
         base_runs: list[SmokeResult] = []
         skipped: dict[str, SmokeResult] = {}
@@ -169,6 +171,9 @@ def run_results(
         for c in s.candidates:
             if c.id in skipped or s.baseline is None:
                 out[c.id] = skipped.get(c.id) or runs[c.id][-1]
+                why = picks[c.id][1]
+                if why and out[c.id].outcome != "skipped":
+                    out[c.id] = no_baseline(out[c.id], c, why)
                 continue
             out[c.id] = with_comparison(c, s.baseline, runs[c.id], base_runs)
             if not nested:
@@ -356,6 +361,8 @@ def run_message(doc: dict[str, Any]) -> str:
     """The one-line event message for a run, as the page's change list shows it."""
     off = "" if (doc.get("hardware") or {}).get("matches_target") else " (off-target)"
     sig = f" ({doc['signature']})" if doc.get("signature") else ""
+    if SmokeResult.from_record(doc).setup_problem:  # never the engine's verdict: say so
+        sig = " (a setup problem, not launched: no verdict)"
     return f"smoke run {doc['run_id']} of {doc['recipe']}: {doc['outcome']}{sig}{off}"
 
 

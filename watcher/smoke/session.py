@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from watcher.config.model import Config, Recipe
 from watcher.judge.compare import CLEARS, INSUFFICIENT, compare, speed_phrase
+from watcher.smoke.hardware import GpuReading, check_hardware
 from watcher.store.smokerun import SmokeResult
 
 
@@ -42,20 +43,69 @@ class Session:
         return out
 
 
-def sessions(cfg: Config, recipes: list[Recipe], shared: bool = True) -> list[Session]:
+def pick_baseline(
+    cfg: Config, recipe: Recipe, reading: GpuReading, any_hardware: bool = False
+) -> tuple[Recipe | None, str | None]:
+    """The baseline this host can run beside `recipe`: its `baseline`, else the first of its
+    `rig_baselines` whose hardware this host has -> (that recipe, None); none fits ->
+    (None, why, naming each baseline's own need). A recipe runs on every rig it fits; where
+    no baseline fits, it runs alone and its verdict says so."""
+    if not recipe.baseline:
+        return None, None
+    needs = []
+    for name in (recipe.baseline, *recipe.rig_baselines):
+        base = cfg.recipe(name)
+        gate = check_hardware(base.hardware, reading)
+        if gate.matches_target or any_hardware:
+            return base, None
+        need = base.hardware
+        needs.append(f"{name} needs {need.gpu_count}× {need.gpu_name}")
+    found = ", ".join(g.name for g in reading.gpus) or "no GPU"
+    return None, f"no baseline ran on this rig ({'; '.join(needs)}; found {found})"
+
+
+def no_baseline(res: SmokeResult, recipe: Recipe, why: str) -> SmokeResult:
+    """A candidate that ran with no baseline on this host: its comparison says so plainly (no
+    speed figure, insufficient data), never a skip and never a verdict on speed."""
+    res.comparison = {
+        "verdict": INSUFFICIENT,
+        "why": why,
+        "speed_ratio": None,
+        "baseline": recipe.baseline,
+        "baseline_title": recipe.baseline,
+        "baseline_passed": False,
+        "baseline_run_ids": [],
+        "rounds": 0,
+        "hardware": ", ".join(res.gpu_names) or "no GPU",
+        "matches_target": res.matches_target,
+        "date": (res.started_at or "")[:10],
+    }
+    if res.outcome != "skipped":
+        res.reason += f"; {why}"
+    return res
+
+
+def sessions(
+    cfg: Config,
+    recipes: list[Recipe],
+    shared: bool = True,
+    picked: dict[str, Recipe | None] | None = None,
+) -> list[Session]:
     """The sessions that run `recipes`, in their order: candidates with the same baseline and
-    rounds share one (unless not `shared`: a dispatched run brings its own baseline)."""
+    rounds share one (unless not `shared`: a dispatched run brings its own baseline).
+    `picked`: recipe id -> the baseline this host runs for it (`pick_baseline`), where known."""
     out: list[Session] = []
     by_key: dict[tuple[str, int], Session] = {}
     for r in recipes:
-        if not r.baseline:
+        base = (picked or {}).get(r.id, cfg.recipe(r.baseline) if r.baseline else None)
+        if base is None:
             out.append(Session(None, 1, [r]))
             continue
-        key = (r.baseline, r.compare_rounds)
+        key = (base.id, r.compare_rounds)
         if shared and key in by_key:
             by_key[key].candidates.append(r)
             continue
-        s = Session(cfg.recipe(r.baseline), r.compare_rounds, [r])
+        s = Session(base, r.compare_rounds, [r])
         by_key[key] = s
         out.append(s)
     return out

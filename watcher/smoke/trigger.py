@@ -9,7 +9,9 @@ the engine's release stream changed; or its last validation on target hardware i
 smoke.validation_max_age. Parked pages trigger nothing; a recipe whose pinned build is gone
 (watcher.poll.pins) is not started: it would fail at pull, a setup problem, never a blocker; nor
 one whose blockers' fixes are upstream but not in its pin (the run would test a build without
-them). Never more than smoke.max_runs_per_day launches started in the last 24 hours, a
+them); nor one never tested on target hardware whose first run is the maintainer's to start
+(`first_run`, `manual` by default for a recipe that names no blocker: a proposal from
+`init --scan-composes` is not a reason to spend a GPU). Never more than smoke.max_runs_per_day launches started in the last 24 hours, a
 baseline's included (dispatched runs not yet collected count too); recipes that share a baseline
 run in one session (`smoke.session`), the baseline launched once a round for all of them.
 
@@ -82,6 +84,16 @@ def _held_by_pin(recipe: Recipe, pin: dict[str, Any] | None, ev: Evaluation) -> 
     )
 
 
+def first_run_waits(recipe: Recipe, latest: dict[str, dict[str, Any]]) -> str | None:
+    """Why no trigger starts this recipe: it never ran on target hardware and its first run is
+    the maintainer's to start (`first_run`), or None."""
+    if recipe.id in latest or not recipe.first_run_manual:
+        return None
+    return (
+        f'never tested; its first run waits for `watcher smoke {recipe.id}` (or first_run = "auto")'
+    )
+
+
 def _release_items(cfg: Config, recipe: Recipe) -> set[str]:
     repo = ENGINE_REPOS.get(recipe.engine)
     return {
@@ -115,7 +127,7 @@ def due_recipes(
     max_age = timedelta(seconds=cfg.smoke.validation_max_age)
     out = []
     for recipe in cfg.recipes:
-        if not _eligible(cfg, recipe, ev):
+        if not _eligible(cfg, recipe, ev) or first_run_waits(recipe, latest):
             continue
         reasons = []
         for page in cfg.pages:
@@ -224,12 +236,17 @@ def run_triggers(
             store.put_trigger(d.recipe, reasons=merged, updated_at=at)
     triggers = store.triggers()
     pins = store.pins()
+    latest = latest_target_runs(store.smoke_runs(limit=500))
     waiting = []
     for r in cfg.recipes:
         t = triggers.get(r.id)
         if not t or t["state"] != "waiting" or not _eligible(cfg, r, ev):
             continue
-        gone = pin_gone(pins.get(r.id)) or _held_by_pin(r, pins.get(r.id), ev)
+        gone = (
+            pin_gone(pins.get(r.id))
+            or _held_by_pin(r, pins.get(r.id), ev)
+            or first_run_waits(r, latest)
+        )
         if gone:  # it would fail at pull, or test a build without the fix: kept waiting
             log.warning("smoke: %s not started: %s", r.id, gone)
             if t.get("note") != gone:

@@ -23,6 +23,7 @@ from watcher.store.bisects import BisectStore
 from watcher.store.comments import CommentStore
 from watcher.store.pins import PinStore
 from watcher.store.schema import migrations, span_data
+from watcher.store.smokerun import SETUP_PREFIX
 from watcher.store.triggers import TriggerStore
 
 
@@ -313,8 +314,9 @@ class Store(CommentStore, TriggerStore, BisectStore, PinStore):
                 "SELECT doc FROM smoke_runs WHERE recipe IS ? AND matches_target = 1"
                 " AND outcome NOT IN ('skipped', 'started', 'interrupted')"
                 " AND json_extract(doc, '$.bisect') IS NULL"  # a bisect step: an old build
+                " AND NOT (outcome = 'error' AND json_extract(doc, '$.reason') LIKE ?)"  # setup
                 " ORDER BY started_at DESC, rowid DESC LIMIT 1",
-                (recipe,),
+                (recipe, f"{SETUP_PREFIX}%"),
             ).fetchone()
             if row:
                 out.append(json.loads(row[0]))

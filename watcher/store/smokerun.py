@@ -66,6 +66,11 @@ class Metrics:
         return out
 
 
+# how a refusal before launch begins its reason (a required variable unset, no port known, the
+# port taken, a compose file that cannot be read): a setup problem of the host or the recipe,
+# never the engine's verdict (watcher.judge.evaluate skips it)
+SETUP_PREFIX = "not launched"
+
 # record keys written only when the run got that far (absent rather than null before)
 OPTIONAL = ("recipe_digest", "launch", "image", "checks", "teardown", "exit_code", "comparison")
 
@@ -170,6 +175,11 @@ class SmokeResult:
     @property
     def passed(self) -> bool:
         return self.outcome == "passed"
+
+    @property
+    def setup_problem(self) -> bool:
+        """Refused before anything launched: says nothing about the engine."""
+        return self.outcome == "error" and str(self.reason or "").startswith(SETUP_PREFIX)
 
     @property
     def gpu_names(self) -> list[str]:
