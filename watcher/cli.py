@@ -376,6 +376,10 @@ def validate(config_path: str, online: bool) -> None:
                 click.echo(f"warning: [item.{item.id}] {sentence}", err=True)
     for check in quantization_checks(cfg):  # a recipe premise the model folder contradicts
         click.echo(f"warning: {check.name}: {check.detail}\n  fix: {check.fix}", err=True)
+    from watcher.config.gates import unexercised
+
+    for sentence in unexercised(cfg):  # a blocker behind a flag none of its recipes passes
+        click.echo(f"warning: {sentence}", err=True)
     if not online:
         return
     from watcher.github.client import GitHubClient
