@@ -8,6 +8,7 @@ its date and GPU. Pure functions of stored data, so the same data reads the same
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -318,7 +319,6 @@ HTTP_WHY = {
 
 def unread_reason(items: dict[str, dict], attempt: dict[str, Any] | None) -> str:
     """Why nothing has been read yet, in a sentence: the one 'not checked yet' state's why."""
-    import re
 
     if not attempt or not attempt.get("at"):
         return "No check has read GitHub yet"
@@ -389,3 +389,30 @@ def thread_state(view: dict[str, Any]) -> str:
     if kind == "commit" and state == "committed":
         return f"committed, first in {release}" if release else "committed, in no release yet"
     return STATE_WORDS.get(state, state.replace("_", " "))
+
+
+def titled(cfg: Config, text: str | None) -> str:
+    """A maintainer's sentence (a status reason, an event message) with each config id it names
+    (a page, recipe, blocker or item) replaced by what readers call it: "blocked: “SGLang, TP=1,
+    MTP spec-decode (NEXTN)” by “Marlin crash at load: …” (reproduces)". Ids stay in
+    status.json and `watcher explain`; signature and run ids stay too (the site shows them)."""
+    names: dict[str, str] = {}
+    for item in cfg.items:
+        names[item.id] = item.label or item.id
+    for r in cfg.recipes:
+        names[r.id] = r.title or r.id
+    for b in cfg.blockers:
+        names[b.id] = b.title
+    for p in cfg.pages:
+        names[p.id] = p.title
+    names = {k: v for k, v in names.items() if v and v != k}
+    if not text or not names:
+        return text or ""
+    ids = sorted(names, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(map(re.escape, ids)) + r")(?![\w-]|\.\w)")
+
+    def name(m: re.Match[str]) -> str:
+        shown = names[m.group(1)]
+        return f"“{shown}”" if " " in shown else shown
+
+    return pattern.sub(name, text)

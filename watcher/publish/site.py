@@ -242,6 +242,18 @@ def badge(label: str, status: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ rendering
 
 
+# The page's own "Last read from GitHub" line: the site's freshness block above it says the
+# same (live, with the age and the "checks have stopped" alert), so the site drops the page's.
+_PAGE_FRESHNESS = re.compile(
+    r"(?m)^>\n> Last read from GitHub: .*\n|^> Last read from GitHub: .*\n(?:>\n)?"
+)
+
+
+def without_freshness(markdown: str) -> str:
+    """A page's Markdown as the site shows it under its own freshness block: said once."""
+    return _PAGE_FRESHNESS.sub("", markdown, count=1)
+
+
 def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
     """Re-render each page's Markdown from the store without writing anything.
 
@@ -291,7 +303,7 @@ def render_site(
     files["index.html"] = env.get_template("site/index.html.j2").render(**ctx, root="")
     rename = {PurePosixPath(p.output).name: f"{p.id}.html" for p in cfg.pages}
     for page in ctx["pages"]:
-        body = markdown_to_html(page_texts.get(page["id"], ""), rename)
+        body = markdown_to_html(without_freshness(page_texts.get(page["id"], "")), rename)
         files[page["href"]] = env.get_template("site/document.html.j2").render(
             **ctx, root="../", page=page, body=body
         )
