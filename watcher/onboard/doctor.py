@@ -7,6 +7,7 @@ green while doing nothing. The doctor asks each question once, directly, and say
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -74,7 +75,8 @@ def run_doctor(config_path: Path, *, gpu: bool = False) -> list[Check]:
         )
     )
     checks += check_github(cfg)
-    checks += [check_writable("site folder", cfg.site_dir, cfg), check_data_dir(cfg)]
+    checks += [check_writable("site folder", cfg.site_dir, cfg), check_page_folders(cfg)]
+    checks.append(check_data_dir(cfg))
     workflow = cfg.base_dir / ".github" / "workflows" / "watch.yml"
     if workflow.is_file():
         checks.append(check_workflow_permissions(cfg, workflow))
@@ -272,14 +274,31 @@ def check_install(folder: Path) -> Check:
 
 
 def check_writable(name: str, folder: Path, cfg: Config) -> Check:
-    """The site is built in a folder beside `folder` and swapped in: its parent must be writable."""
+    """What the cycle does: a temp file in the site folder (a mount point is written in place)
+    and, unless it is a mount point, in its parent (where the new site is built and swapped in)."""
     from watcher.publish.site import check_site_dir
 
     try:
         check_site_dir(cfg, folder)
     except WatcherError as e:
         return _fail(name, str(e), "set [watcher] site_dir to a folder of its own")
-    return _probe_write(name, folder.parent, folder)
+    mounted = folder.is_dir() and os.path.ismount(folder)
+    for where in (folder,) if mounted else (folder, folder.parent):
+        check = _probe_write(name, where, folder)
+        if not check.ok:
+            return check
+    return check
+
+
+def check_page_folders(cfg: Config) -> Check:
+    """Each page is written as a temp file in its own folder, then renamed: each must take one."""
+    folders = dict.fromkeys(cfg.resolve(p.output).parent for p in cfg.pages)
+    for folder in folders:
+        check = _probe_write("page folders", folder, folder)
+        if not check.ok:
+            return check
+    shown = ", ".join(str(f) for f in folders) or "no pages"
+    return _ok("page folders", f"{shown} writable")
 
 
 def check_data_dir(cfg: Config) -> Check:
@@ -292,14 +311,19 @@ def _probe_write(name: str, where: Path, shown: Path) -> Check:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     try:
+        if not probe.is_dir():  # a file where a folder must be made: no write can go there
+            raise NotADirectoryError(errno.ENOTDIR, "a file is in the way", str(probe))
         with tempfile.NamedTemporaryFile(dir=probe, prefix=".watcher-doctor-"):
             pass
     except OSError as e:
-        return _fail(
-            name,
-            f"{shown}: cannot write in {probe} ({e.strerror or e})",
+        fix = {
+            errno.EROFS: f"remount {probe} read-write, or point the config at a writable folder",
+            errno.ENOTDIR: f"move the file {probe} out of the way, or point the config elsewhere",
+        }.get(
+            e.errno or 0,
             f"make {probe} writable for {_user()} (chown/chmod), or point the config elsewhere",
         )
+        return _fail(name, f"{shown}: cannot write in {probe} ({e.strerror or e})", fix)
     return _ok(name, f"{shown} is writable")
 
 
