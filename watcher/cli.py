@@ -1060,8 +1060,10 @@ def doctor(config_path: str, gpu: bool, as_json: bool) -> None:
     """Check that this host can run watcher: one line per check, one fix per failed line.
 
     Config valid; GitHub reachable; GITHUB_TOKEN accepted (and its rate limit); the notify issue
-    exists and the token may comment (when [notify] is enabled); the site folder, each page's folder
-    and the data folder take a file, as the cycle writes them;
+    exists and the token may comment (when [notify] is enabled); once a store exists, each item
+    not read yet, or whose repo or number changed since its last good read, read now as the next
+    cycle would (a typo fails with the key to fix); the site folder, each page's folder and the
+    data folder take a file, as the cycle writes them;
     the Python version. With --gpu, for the smoke host: NVML or nvidia-smi sees each recipe's
     target GPU, docker runs with the NVIDIA runtime (docker recipes), the model path exists,
     each recipe's port is free, disk space for logs. Exits 0 only when every check passes.
