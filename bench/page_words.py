@@ -6,11 +6,13 @@ The shipped watch list rendered from the seeded store the reader-page tests use
 (tests/kits/site_seed.py), and on day one (one cycle against the fake GitHub seeded with the real
 threads and SGLang's code), whole and trimmed to what the hand-kept page covered (its two
 blockers, one recipe); words counted as tests/publish/test_reader_page.py counts them (no HTML
-comments, no link targets, no fenced code), the whole page and its watch-list section.
+comments, no link targets): the whole page, the page without its fenced code (the recipes'
+commands), and its watch-list section.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -57,10 +59,11 @@ def main() -> None:
             ):
                 where = Path(tmp) / f"{name}-{how}".replace(" ", "-")
                 pages[name, how] = rendered(text, where, day_one)
-    print(f"{'page':<20} {'store':<8} {'words':>6} {'watch list':>11}")
+    print(f"{'page':<20} {'store':<8} {'words':>6} {'no code':>8} {'watch list':>11}")
     for (name, how), text in pages.items():
         words, watch = len(reader_words(text)), len(reader_words(watch_section(text)))
-        print(f"{name:<20} {how:<8} {words:>6} {watch:>11}")
+        prose = len(reader_words(re.sub(r"```.*?```", "", text, flags=re.S)))
+        print(f"{name:<20} {how:<8} {words:>6} {prose:>8} {watch:>11}")
 
 
 if __name__ == "__main__":
