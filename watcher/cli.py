@@ -502,7 +502,7 @@ def check_now(
         raise WatcherError(report.token_rejected)
     _first_read_not_found(cfg, report)
     if refused:
-        raise WatcherError(f"{len(refused)} page(s) not written: not watcher's files (see above)")
+        raise WatcherError(f"{len(refused)} page(s) not written (each says why above)")
     if tracker.get("error"):
         raise WatcherError(f"the audited tracker was not written: {tracker['error']}")
     if report.site_error:
