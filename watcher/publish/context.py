@@ -268,7 +268,10 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
         else None,
         "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
         "issue_link": cfg.site.issue_link(cfg.notify),
-        "parked": status.parked,
+        # the reader's page names the recipe by its title ("… runs on …, but decodes at …")
+        "parked": dict(status.parked, reason=prose.titled(cfg, status.parked.get("reason")))
+        if status.parked
+        else None,
         "comparison": status.comparison,
         "validated_run": status.validated_run,
         "last_checked": last_checked,
