@@ -433,6 +433,10 @@ def validate(config_path: str, online: bool) -> None:
                 click.echo(f"warning: [item.{item.id}] {sentence}", err=True)
     for check in quantization_checks(cfg):  # a recipe premise the model folder contradicts
         click.echo(f"warning: {check.name}: {check.detail}\n  fix: {check.fix}", err=True)
+    from watcher.config.gates import unexercised
+
+    for sentence in unexercised(cfg):  # a blocker behind a flag none of its recipes passes
+        click.echo(f"warning: {sentence}", err=True)
     if not online:
         return
     from watcher.github.client import GitHubClient
@@ -470,7 +474,8 @@ def check_now(
     When GitHub cannot be reached the pages are rendered from the last known state (items marked
     stale), a warning goes to stderr, and the exit code is still 0. When GitHub refused every
     read with 401/403 (a wrong or expired token) the pages are still rendered, and it exits 1
-    with the fix. When another cycle (`serve`,
+    with the fix. When the site folder cannot be written (a read-only mount, a file in the way)
+    the pages are still written, and it exits 1 naming the folder. When another cycle (`serve`,
     another check-now) holds the data folder's lock for longer than [watcher] lock_timeout, it
     exits 75 and names the holder. Ctrl-C stops it at once (exit 130) with one line saying what
     the database kept.
@@ -545,20 +550,23 @@ def check_now(
             f"tracker: {tracker['rows']} rows, {tracker['disagree']} disagree with GitHub"
             f" — {verb} {tracker['path']}"
         )
-    if report.site_error:
-        click.echo(f"warning: status site not rebuilt: {report.site_error}", err=True)
     for run in report.smoke_runs:
         click.echo(f"smoke {run['run_id']}: {run['outcome']} — {run.get('reason') or ''}")
-    click.echo(f"status: {cfg.site_dir / 'status.json'}")
-    if not report.site_error:
+    if not report.site_error:  # status.json is part of the site: never claimed when not written
+        click.echo(f"status: {cfg.site_dir / 'status.json'}")
         click.echo(f"site: {cfg.site_dir / 'index.html'}")
     if report.token_rejected:
         raise WatcherError(report.token_rejected)
     _first_read_not_found(cfg, report)
     if refused:
-        raise WatcherError(f"{len(refused)} page(s) not written: not watcher's files (see above)")
+        raise WatcherError(f"{len(refused)} page(s) not written (each says why above)")
     if tracker.get("error"):
         raise WatcherError(f"the audited tracker was not written: {tracker['error']}")
+    if report.site_error:
+        raise WatcherError(
+            f"status site and status.json not written ([watcher] site_dir): {report.site_error};"
+            " the previous site stays, the cycle's data is kept"
+        )
 
 
 def _first_read_not_found(cfg, report) -> None:
@@ -1109,7 +1117,10 @@ def doctor(config_path: str, gpu: bool, as_json: bool) -> None:
     """Check that this host can run watcher: one line per check, one fix per failed line.
 
     Config valid; GitHub reachable; GITHUB_TOKEN accepted (and its rate limit); the notify issue
-    exists and the token may comment (when [notify] is enabled); site and data folders writable;
+    exists and the token may comment (when [notify] is enabled); once a store exists, each item
+    not read yet, or whose repo or number changed since its last good read, read now as the next
+    cycle would (a typo fails with the key to fix); the site folder, each page's folder and the
+    data folder take a file, as the cycle writes them;
     the Python version. With --gpu, for the smoke host: NVML or nvidia-smi sees each recipe's
     target GPU, docker runs with the NVIDIA runtime (docker recipes), the model path exists,
     each recipe's port is free, disk space for logs. Exits 0 only when every check passes.

@@ -122,6 +122,7 @@ def test_slower_recipe_parks_the_page_with_both_figures_and_a_faster_run_lifts_i
     # every surface shows the figures side by side
     md = page_text(cfg, cfg.pages[0], ev, sources, [], None, None, None)
     assert "Parked below the speed floor" in md and "Parked by the maintainers" not in md
+    assert "“SGLang EAGLE-3” runs on" in md and "sglang-eagle runs" not in md  # a title, not an id
     assert (
         f"Decode {c['decode_tokens_per_s']} vs {c['baseline_decode_tokens_per_s']} tokens/s" in md
     )

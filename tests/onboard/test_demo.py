@@ -40,7 +40,7 @@ def test_demo_offline_in_a_fresh_folder(tmp_path):
     for what in ("page:", "site:", "status:"):
         assert what in r.stdout
     page = (folder / "docs" / "engines" / "SGLANG.md").read_text()
-    assert "fixed in vLLM `#45295`, first in v0.24.0" in page  # the reference is inert
+    assert "fixed by `#45295`, first in v0.24.0" in page  # the reference is inert
     assert "(not an RTX 3090: it proves nothing here)" in page  # the fake engine's pass
     status = json.loads((folder / "site" / "status.json").read_text())
     assert status["pages"][0]["status"] == "ready-to-test"  # a fake engine never validates

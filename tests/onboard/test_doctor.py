@@ -75,6 +75,7 @@ def test_all_pass_exits_0_and_json_says_so(tmp_path, fake_github):
         "github reachable",
         "token",
         "site folder",
+        "page folders",
         "data folder",
     ]
     assert "accepted as watcher-bot; rate limit" in got["token"]
@@ -89,7 +90,7 @@ def test_a_rejected_token_fails_with_the_fix(tmp_path, fake_github):
     token = lines(result)["token"]
     assert token.startswith("FAIL token: GitHub rejected the token (HTTP 401")
     assert "fix: make a new token" in token
-    assert "1 of 6 checks failed" in result.output
+    assert "1 of 7 checks failed" in result.output
 
 
 def test_no_token_and_a_spent_rate_limit_fail(tmp_path, fake_github):
@@ -132,7 +133,8 @@ def test_folders_that_cannot_hold_the_site_or_the_data(tmp_path, fake_github):
     assert result.exit_code == 1
     got = lines(result)
     assert "holds files that are not a watcher site" in got["site folder"]
-    assert got["data folder"].startswith("FAIL data folder:") and "fix: make" in got["data folder"]
+    assert got["data folder"].startswith("FAIL data folder:")
+    assert "fix: move the file" in got["data folder"]  # a file in the way: no chmod helps
 
 
 def test_notify_issue_must_exist(tmp_path, fake_github):
@@ -229,7 +231,7 @@ def test_gpu_host_problems_each_with_a_fix(gpu_host):
     assert "no NVIDIA runtime" in got["docker"] and "nvidia-ctk runtime configure" in got["docker"]
     assert "does not exist" in got["model of docker-tp1"]
     assert "in use" in got[f"port {port} of docker-tp1"]
-    assert "4 of 11 checks failed" in result.output
+    assert "4 of 12 checks failed" in result.output
 
 
 def test_docker_permission_denied_points_at_the_docker_group(gpu_host):

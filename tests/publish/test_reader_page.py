@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import markdown
 import pytest
+from kits.handkept import HAND_KEPT, hand_kept_subset, reader_words, watch_section
 from kits.site_seed import REPO, make_config, seed, smoke_doc
 
 from watcher.core.clock import iso
@@ -289,54 +289,42 @@ def test_ready_to_test_with_a_blocker_still_open_says_so():
 
 
 # ------------------------------------------------------------------ length, once, and day one
-
-HAND_KEPT = Path(__file__).resolve().parents[1] / "seeds" / "SGLANG.hand-kept.md"
-
-
-def reader_words(text: str) -> list[str]:
-    """Words as a reader counts them: no comments, no link targets, no table pipes or marks."""
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    return [w for w in text.split() if re.search(r"\w", w)]
-
-
-def _drop_tables(text: str, kind: str, ids: set[str]) -> str:
-    """watch.toml without the [[kind]] tables whose id is in `ids` (their subtables too)."""
-    chunks = re.split(r"(?m)^(?=\[\[|# -{10,})", text)
-    keep = []
-    for chunk in chunks:
-        m = re.match(rf'\[\[{kind}\]\]\nid = "([^"]+)"', chunk)
-        if m and m.group(1) in ids:
-            continue
-        keep.append(chunk)
-    return "".join(keep)
-
-
 def test_the_page_is_not_much_longer_than_the_hand_kept_one_for_the_same_content(tmp_path):
     """The hand-kept page covered two blockers, one optional watch and one recipe: the same
-    content through the default list stays within 1.3x its words."""
+    content through the default list stays within 1.3x its words, and so does its watch list
+    (one plain line per tracked thread; the evidence is the site's, explain's and status.json's)."""
     from watcher.config.load import load_config
 
-    text = (REPO / "watch.toml").read_text()
-    extra = {"eagle3-layer-capture", "offloader-tied-weights"}  # not on the hand-kept page
-    text = _drop_tables(text, "blocker", extra)
-    text = _drop_tables(
-        text, "item", {"sglang-qwen35-eagle3", "sglang-releases", "sglang-offloader-tied-weights"}
-    )
-    # the hand-kept page showed one recipe (EAGLE-3); the vLLM baseline it is judged against stays
-    text = _drop_tables(text, "recipe", {"sglang-nospec-tp1", "sglang-mtp-tp1"})
-    for b in sorted(extra):
-        text = text.replace(f', "{b}"', "")
-    text = text.replace(', "sglang-nospec-tp1"]', "]").replace('"sglang-mtp-tp1", ', "")
-    (tmp_path / "watch.toml").write_text(text)
+    (tmp_path / "watch.toml").write_text(hand_kept_subset((REPO / "watch.toml").read_text()))
     cfg = load_config(tmp_path / "watch.toml")
     assert [b.id for b in cfg.blockers] == ["marlin-pad", "deltanet-rollback"]
     seed(cfg)
     page = page_of(cfg)
-    hand = len(reader_words(HAND_KEPT.read_text()))
-    ours = len(reader_words(page))
-    assert hand > 600
-    assert ours <= 1.3 * hand, f"{ours} words against the hand-kept page's {hand}"
+    hand = HAND_KEPT.read_text()
+    assert len(reader_words(hand)) > 600 and len(reader_words(watch_section(hand))) > 200
+    ours, theirs = len(reader_words(page)), len(reader_words(hand))
+    assert ours <= 1.3 * theirs, f"{ours} words against the hand-kept page's {theirs}"
+    ours, theirs = len(reader_words(watch_section(page))), len(reader_words(watch_section(hand)))
+    assert ours <= 1.3 * theirs, f"watch list: {ours} words against the hand-kept {theirs}"
+
+
+def test_one_plain_line_per_tracked_thread(seeded):
+    """Each thread of the watch list is one line: its label, linked, and its state in a few
+    words; where and how it was read (refs, "not detected in", repository names) is not there."""
+    cfg, _ = seeded
+    page = page_of(cfg)
+    watch = watch_section(page)
+    lines = [line for line in watch.splitlines() if line.startswith("- [")]
+    assert len(lines) == len(cfg.items), watch  # every item is a blocker's or "also watching"
+    for line in lines:
+        label, state = re.fullmatch(
+            r"- \[(.+?)\]\([^)]+\)(?: \(GitHub: “.+”\))?: (.+)", line
+        ).groups()
+        assert len(state.split()) <= 7, line
+        for evidence in ("not detected in", "code at", " in SGLang", " in vLLM", "Track"):
+            assert evidence not in state, line
+    assert "Context only:" in watch and "Any one clears it:" in watch
+    assert "never clears it" not in watch and "Hint from elsewhere" not in watch
 
 
 def test_each_blocker_description_once_and_no_rule_internals(seeded):

@@ -82,8 +82,12 @@ def test_check_now_renders_the_truth(world):
     assert status["pages"][0]["id"] == "sglang" and status["pages"][0]["status"] == "blocked"
 
     assert page.startswith("# SGLang — ")
-    # the reference is inert (a zero-width joiner after the "#")
-    assert "fixed in vLLM `#45295`, first in v0.24.0; not detected in SGLang" in page
+    # the reference is inert (inline code), the evidence beyond one line is the site's
+    assert (
+        "Marlin pad-sub-tile-n fix](https://github.com/vllm-project/vllm/pull/40361): closed;"
+        in page
+    )
+    assert "closed; fixed by `#45295`, first in v0.24.0\n" in page
     assert "TurboQuant" in page  # the real title beside the mislabel
     assert "## TL;DR" in page and "## Watch list" in page and "## When to revisit" in page
     assert "## What changed since the previous version" in page
@@ -123,7 +127,7 @@ def test_unreachable_github_renders_last_known_state(world):
     assert items["vllm-40361"]["state"] == "closed" and items["vllm-40361"]["stale"] is True
     page = (folder / "docs" / "engines" / "SGLANG.md").read_text()
     assert "could not read GitHub, so this may be out of date" in page
-    assert "fixed in vLLM `#45295`" in page  # the last known state (reference made inert)
+    assert "fixed by `#45295`" in page  # the last known state (reference made inert)
 
 
 def test_dry_run_writes_nothing(world):
@@ -164,4 +168,4 @@ def test_first_run_without_network_is_useful(tmp_path):
     page = (tmp_path / "docs" / "engines" / "SGLANG.md").read_text()
     assert page.startswith("# SGLang — not checked yet") and "could not reach GitHub" in page
     assert "## Watch list" in page and "vllm/pull/40361" in page and "docker run" in page
-    assert "auto_round.py" in page and "vLLM `#40361` not read yet; not detected in SGLang" in page
+    assert "auto_round.py" in page and "vllm/pull/40361): not read yet" in page

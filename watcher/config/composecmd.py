@@ -71,6 +71,11 @@ def runs(service: dict) -> list[str]:
     return words
 
 
+def flag_value(words: list[str], *flags: str) -> str | None:
+    """The value after the first of `flags` (`--flag value` or `--flag=value`), or None."""
+    return _after(words, *flags)
+
+
 def _after(words: list[str], *flags: str) -> str | None:
     for i, w in enumerate(words):
         for f in flags:

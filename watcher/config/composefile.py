@@ -41,6 +41,7 @@ class ComposeService:
     spec_method: str = ""  # from the flags the service runs
     model: str = ""  # from --model / -m
     engine_profile: str = ""  # the header's Engine-profile:
+    words: tuple[str, ...] = ()  # what it runs: entrypoint and command as argv words
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -223,6 +224,7 @@ def read_service(
         spec_method=composecmd.spec_method(words),
         model=composecmd.model(words),
         engine_profile=head.get("engine-profile", ""),
+        words=tuple(words),
     )
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from watcher.config.model import Config, Item, Settings
 from watcher.core.clock import iso, utcnow
+from watcher.core.errors import WatcherError
 from watcher.core.files import atomic_write
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects, transitions
 from watcher.judge.pins import tracker_check
@@ -752,6 +753,15 @@ def _site(run: _Run) -> None:
             status_doc=run.report.status,
             now=run.now,
         )
+    except (OSError, WatcherError) as e:  # a read-only folder, a file in the way: said once,
+        # by check-now (its exit code) or serve (its log), with no traceback
+        if isinstance(e, OSError):
+            site, name = run.cfg.site_dir, str(e.filename or "")
+            ours = not name or name.startswith((str(site), str(site.parent / f".{site.name}-")))
+            run.report.site_error = f"{site if ours else name}: {e.strerror or e}"
+        else:
+            run.report.site_error = str(e)
+        log.debug("status site not rebuilt", exc_info=True)
     except Exception as e:  # noqa: BLE001 - one bad stage never stops the cycle
         log.error("status site not rebuilt (the previous one stays): %s", e, exc_info=True)
         run.report.site_error = f"{type(e).__name__}: {e}"

@@ -280,6 +280,8 @@ class Service:
             line += f"; next at {next_run}"
         for item_id, err in sorted(report.item_errors.items()):
             log.warning("%s: %s (kept its last known state, marked stale)", item_id, err)
+        if report.site_error:
+            log.error("status site not rebuilt (the previous one stays): %s", report.site_error)
         log.info(line)
 
     def _beat(self, **fields: Any) -> None:

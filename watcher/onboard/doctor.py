@@ -7,6 +7,7 @@ green while doing nothing. The doctor asks each question once, directly, and say
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -74,7 +75,9 @@ def run_doctor(config_path: Path, *, gpu: bool = False) -> list[Check]:
         )
     )
     checks += check_github(cfg)
-    checks += [check_writable("site folder", cfg.site_dir, cfg), check_data_dir(cfg)]
+    checks += check_first_reads(cfg)
+    checks += [check_writable("site folder", cfg.site_dir, cfg), check_page_folders(cfg)]
+    checks.append(check_data_dir(cfg))
     workflow = cfg.base_dir / ".github" / "workflows" / "watch.yml"
     if workflow.is_file():
         checks.append(check_workflow_permissions(cfg, workflow))
@@ -268,18 +271,109 @@ def check_install(folder: Path) -> Check:
     return _ok("install source", f"{spec} (make sure it is where watcher is really published)")
 
 
+def _thread(repo: str, kind: str, number: int | None) -> str:
+    return f"{repo}#{number}" if number else f"{repo} ({kind})"
+
+
+def first_reads(cfg: Config) -> list[tuple[str, str | None]]:
+    """(item id, what was read before or None) for each item whose next read is a first read,
+    once a store exists: never read well, or its repo, kind or number changed in watch.toml
+    since it was (a typo made or fixed). None before the first cycle: `validate --online`."""
+    from watcher.loop.cycle import same_thing
+    from watcher.store.db import Store
+
+    if not cfg.db_path.is_file():
+        return []
+    try:
+        store = Store(cfg.db_path)
+    except WatcherError:
+        return []  # the data folder line says what is wrong with it
+    try:
+        rows = store.items()
+    finally:
+        store.close()
+    out: list[tuple[str, str | None]] = []
+    for item in cfg.items:
+        row = rows.get(item.id)
+        if not row or not (row.get("title") or row.get("state")):
+            out.append((item.id, None))
+        elif not same_thing(row, item):
+            out.append((item.id, _thread(row["repo"], row["kind"], row.get("number"))))
+    return out
+
+
+def check_first_reads(cfg: Config) -> list[Check]:
+    """An item whose repo or number changed since the last good read is a first read, as on a
+    fresh store (so is one never read well): read it now, so a typo fails here with the key to
+    fix, not on the next cycle (exit 2) after "all checks passed"."""
+    from watcher.core.token import github_token
+    from watcher.github.client import GitHubClient, api_base_url
+    from watcher.poll.poller import check_paths
+
+    todo = first_reads(cfg)
+    if not todo:
+        return []
+    out, unread = [], []
+    opts = {"timeout": cfg.settings.timeout, "max_rate_limit_wait": 0, "retries": 0}
+    base = api_base_url(cfg.settings.github_api_url)
+    with GitHubClient(base, token=github_token() or "", **opts) as client:
+        for item_id, before in todo:
+            item = cfg.item(item_id)
+            now = _thread(item.repo, item.kind, item.number)
+            was = (
+                f"now {now}, read before as {before}: a first read"
+                if before
+                else f"{now} not read yet: a first read"
+            )
+            problems, _ = check_paths(client, [item])
+            if not problems:
+                if before:
+                    out.append(_ok(f"item {item_id}", f"{was}; GitHub has it"))
+                else:
+                    unread.append(item_id)
+                continue
+            problem = problems[0][1]
+            fix = (
+                f"fix `repo`/`number` of [[item]] {item_id} in {cfg.path}, then"
+                " `watcher validate --online`"
+            )
+            if "GitHub answered 404" not in problem:  # an outage says nothing about the key
+                fix = "run `watcher doctor` (or `watcher validate --online`) once GitHub answers"
+            out.append(_fail(f"item {item_id}", f"{was}; {problem}", fix))
+    if unread:
+        out.append(_ok("first reads", f"{', '.join(unread)}: not read yet; GitHub has each"))
+    return out
+
+
 # ---------------------------------------------------------------- folders
 
 
 def check_writable(name: str, folder: Path, cfg: Config) -> Check:
-    """The site is built in a folder beside `folder` and swapped in: its parent must be writable."""
+    """What the cycle does: a temp file in the site folder (a mount point is written in place)
+    and, unless it is a mount point, in its parent (where the new site is built and swapped in)."""
     from watcher.publish.site import check_site_dir
 
     try:
         check_site_dir(cfg, folder)
     except WatcherError as e:
         return _fail(name, str(e), "set [watcher] site_dir to a folder of its own")
-    return _probe_write(name, folder.parent, folder)
+    mounted = folder.is_dir() and os.path.ismount(folder)
+    for where in (folder,) if mounted else (folder, folder.parent):
+        check = _probe_write(name, where, folder)
+        if not check.ok:
+            return check
+    return check
+
+
+def check_page_folders(cfg: Config) -> Check:
+    """Each page is written as a temp file in its own folder, then renamed: each must take one."""
+    folders = dict.fromkeys(cfg.resolve(p.output).parent for p in cfg.pages)
+    for folder in folders:
+        check = _probe_write("page folders", folder, folder)
+        if not check.ok:
+            return check
+    shown = ", ".join(str(f) for f in folders) or "no pages"
+    return _ok("page folders", f"{shown} writable")
 
 
 def check_data_dir(cfg: Config) -> Check:
@@ -292,14 +386,19 @@ def _probe_write(name: str, where: Path, shown: Path) -> Check:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     try:
+        if not probe.is_dir():  # a file where a folder must be made: no write can go there
+            raise NotADirectoryError(errno.ENOTDIR, "a file is in the way", str(probe))
         with tempfile.NamedTemporaryFile(dir=probe, prefix=".watcher-doctor-"):
             pass
     except OSError as e:
-        return _fail(
-            name,
-            f"{shown}: cannot write in {probe} ({e.strerror or e})",
+        fix = {
+            errno.EROFS: f"remount {probe} read-write, or point the config at a writable folder",
+            errno.ENOTDIR: f"move the file {probe} out of the way, or point the config elsewhere",
+        }.get(
+            e.errno or 0,
             f"make {probe} writable for {_user()} (chown/chmod), or point the config elsewhere",
         )
+        return _fail(name, f"{shown}: cannot write in {probe} ({e.strerror or e})", fix)
     return _ok(name, f"{shown} is writable")
 
 

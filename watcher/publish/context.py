@@ -272,7 +272,10 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
         else None,
         "site_link": f"{cfg.site.url.rstrip('/')}/page/{page.id}.html" if cfg.site.url else None,
         "issue_link": cfg.site.issue_link(cfg.notify),
-        "parked": status.parked,
+        # the reader's page names the recipe by its title ("… runs on …, but decodes at …")
+        "parked": dict(status.parked, reason=prose.titled(cfg, status.parked.get("reason")))
+        if status.parked
+        else None,
         "comparison": status.comparison,
         "validated_run": status.validated_run,
         "last_checked": last_checked,
@@ -608,9 +611,14 @@ def feed_base(cfg: Config) -> str:
     return f"{TAG_PREFIX}{digest}/"
 
 
-def _event_view(e: dict[str, Any], base: str = TAG_PREFIX) -> dict[str, Any]:
+def _event_view(
+    e: dict[str, Any], base: str = TAG_PREFIX, cfg: Config | None = None, titles=None
+) -> dict[str, Any]:
+    """An event for the site's timeline and the feed: named by titles (its ids stay in
+    status.json and `explain`), the feed entry's title in the words "What changed" uses."""
     at = e.get("at") or ""
     compact = re.sub(r"[^0-9TZ]", "", at)
+    message = e.get("message") or ""
     return {
         "id": e["id"],
         "at": at,
@@ -618,7 +626,8 @@ def _event_view(e: dict[str, Any], base: str = TAG_PREFIX) -> dict[str, Any]:
         "subject": e.get("subject"),
         "old": e.get("old"),
         "new": e.get("new"),
-        "message": e.get("message") or "",
+        "message": prose.titled(cfg, message) if cfg else message,
+        "title": prose.event_sentence(cfg, e, titles) if cfg else message,
         "tag": f"{base}event/{e['id']}-{compact}",
         "tone": STATUS_TONES.get(e.get("new") or "", "muted"),
     }
@@ -635,7 +644,11 @@ def site_context(
     runs = store.smoke_runs(limit=max(RUNS_LIMIT, CHART_LIMIT))
     statuses = store.statuses()
     base = feed_base(cfg)
-    events = [_event_view(e, base) for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))]
+    titles = {k: v.get("title") for k, v in items.items()}
+    events = [
+        _event_view(e, base, cfg, titles)
+        for e in store.events(limit=max(FEED_LIMIT, TIMELINE_LIMIT))
+    ]
     checked = last_checked_at(store, items)
     attempt = last_attempt(store)
     never_read = checked is None and not runs  # nothing read and nothing tested yet
@@ -654,6 +667,7 @@ def site_context(
         v["problem"] = v["error"] or ("not checked yet" if v["stale"] and not v["title"] else None)
         if v["mislabel"]:  # every place the site prints the label says what GitHub calls it
             v["label"] = f"{v['label']} (GitHub: “{v['mislabel']}”)"
+    recipe_titles = {r.id: r.title or r.id for r in cfg.recipes}
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]
@@ -665,7 +679,7 @@ def site_context(
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
                 "headline": page_headline(st, shown),
-                "reason": st.reason if not never_read else not_checked,
+                "reason": prose.titled(cfg, st.reason) if not never_read else not_checked,
                 "since": since(f"page:{p.id}") if not never_read else None,
                 "output": p.output,
                 "href": f"page/{p.id}.html",
@@ -683,7 +697,7 @@ def site_context(
                     dict(e, label=v["label"] if v else e.get("item"), href=(v or {}).get("href"))
                 )
             else:
-                evidence.append(dict(e))
+                evidence.append(dict(e, recipe=recipe_titles.get(e.get("recipe"), e.get("recipe"))))
         shown = "not checked yet" if never_read else st.status  # nothing known: no ❌
         blockers.append(
             {
@@ -693,7 +707,7 @@ def site_context(
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
                 "mark": "" if never_read else blocker_mark(st),
-                "reason": st.reason,
+                "reason": prose.titled(cfg, st.reason),
                 "stale": st.stale,
                 "since": since(f"blocker:{b.id}"),
                 "rule": b.rule,
@@ -715,7 +729,6 @@ def site_context(
     in_blockers = {i for b in cfg.blockers for i in (*b.items, *b.watch, *b.hints)}
     run_views = [run_view(r) for r in runs[:RUNS_LIMIT]]
     charted = runs[:CHART_LIMIT]
-    recipe_titles = {r.id: r.title or r.id for r in cfg.recipes}
     pending = [
         dict(t, title=recipe_titles.get(t["recipe"], t["recipe"]))
         for t in store.triggers().values()

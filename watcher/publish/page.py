@@ -24,6 +24,7 @@ from watcher.core.redact import redact
 from watcher.core.text import clean_text, one_line, safe_url
 from watcher.judge.evaluate import Evaluation
 from watcher.publish.context import KIND_WORDS, page_context
+from watcher.publish.prose import thread_state
 
 if TYPE_CHECKING:  # jinja2 is imported by the commands that render, not by `status` or `--help`
     import jinja2
@@ -208,6 +209,7 @@ def _new_environment(search: list[str]) -> jinja2.Environment:
         kind_word=lambda k: KIND_WORDS.get(k, k),
         day=lambda s: (s or "")[:10] or "—",
         sentence=lambda s: (s[:1].upper() + s[1:]) if s else "",
+        thread_state=thread_state,
     )
     return env
 

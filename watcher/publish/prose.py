@@ -8,6 +8,7 @@ its date and GPU. Pure functions of stored data, so the same data reads the same
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -332,7 +333,6 @@ HTTP_WHY = {
 
 def unread_reason(items: dict[str, dict], attempt: dict[str, Any] | None) -> str:
     """Why nothing has been read yet, in a sentence: the one 'not checked yet' state's why."""
-    import re
 
     if not attempt or not attempt.get("at"):
         return "No check has read GitHub yet"
@@ -368,3 +368,65 @@ def now_of(*stamps: str | None) -> str | None:
     """The newest of some stored times (the page's 'now', so the same data reads the same)."""
     known = [s for s in stamps if s]
     return max(known, key=lambda s: parse_iso(s) or datetime.min) if known else None
+
+
+def thread_state(view: dict[str, Any]) -> str:
+    """A tracked thread's state in a few words, for its one line on a page: "open", "merged,
+    first in v0.24.0", "not fixed yet", "newest match on 2026-06-20". Where it was
+    read, at which commit, and what else it said belong to the site and `watcher explain`."""
+    kind, state = view.get("kind"), view.get("state")
+    if not state or state == "unknown" or (view.get("stale") and not view.get("title")):
+        return "not read yet"
+    release = view.get("in_release")
+    if kind == "pull":
+        first = f"first in {release}" if release else "in no release yet"
+        if state == "merged":
+            return f"merged, {first}"
+        if state == "closed" and view.get("superseded_by"):
+            how = view.get("superseded_state") or "open"
+            other = (view.get("details") or {}).get("superseded_repo") or ""
+            same = not other or other.lower() == str(view.get("repo") or "").lower()
+            by = f"{'' if same else other}#{str(view['superseded_by']).lstrip('#')}"
+            return f"closed; fixed by {by}, {first}" if how == "merged" else f"closed; {by} {how}"
+        return "closed, not merged" if state == "closed" else state
+    if kind == "commits":
+        if state != "matched":
+            return "no match yet"
+        details = view.get("details") or {}
+        newest = details.get("newest") or (details.get("commits") or [{}])[0]
+        date = str(newest.get("date") or "")[:10]
+        return f"newest match on {date}" if date else "matching commits"
+    if kind == "code":
+        return {"present": "fixed", "absent": "not fixed yet"}.get(state, "can't be read")
+    if kind == "releases":
+        return "no release yet" if state == "none" else f"latest: {state}"
+    if kind == "commit" and state == "committed":
+        return f"committed, first in {release}" if release else "committed, in no release yet"
+    return STATE_WORDS.get(state, state.replace("_", " "))
+
+
+def titled(cfg: Config, text: str | None) -> str:
+    """A maintainer's sentence (a status reason, an event message) with each config id it names
+    (a page, recipe, blocker or item) replaced by what readers call it: "blocked: “SGLang, TP=1,
+    MTP spec-decode (NEXTN)” by “Marlin crash at load: …” (reproduces)". Ids stay in
+    status.json and `watcher explain`; signature and run ids stay too (the site shows them)."""
+    names: dict[str, str] = {}
+    for item in cfg.items:
+        names[item.id] = item.label or item.id
+    for r in cfg.recipes:
+        names[r.id] = r.title or r.id
+    for b in cfg.blockers:
+        names[b.id] = b.title
+    for p in cfg.pages:
+        names[p.id] = p.title
+    names = {k: v for k, v in names.items() if v and v != k}
+    if not text or not names:
+        return text or ""
+    ids = sorted(names, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w/.-])(" + "|".join(map(re.escape, ids)) + r")(?![\w-]|\.\w)")
+
+    def name(m: re.Match[str]) -> str:
+        shown = names[m.group(1)]
+        return f"“{shown}”" if " " in shown else shown
+
+    return pattern.sub(name, text)

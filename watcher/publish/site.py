@@ -40,7 +40,7 @@ from markupsafe import Markup
 from watcher.config.model import Config
 from watcher.core.clock import iso, utcnow
 from watcher.core.errors import WatcherError
-from watcher.core.files import umask
+from watcher.core.files import atomic_write, umask
 from watcher.core.text import clean_tree
 from watcher.judge.evaluate import Evaluation, evaluate, page_subjects
 from watcher.publish.context import (
@@ -242,6 +242,18 @@ def badge(label: str, status: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ rendering
 
 
+# The page's own "Last read from GitHub" line: the site's freshness block above it says the
+# same (live, with the age and the "checks have stopped" alert), so the site drops the page's.
+_PAGE_FRESHNESS = re.compile(
+    r"(?m)^>\n> Last read from GitHub: .*\n|^> Last read from GitHub: .*\n(?:>\n)?"
+)
+
+
+def without_freshness(markdown: str) -> str:
+    """A page's Markdown as the site shows it under its own freshness block: said once."""
+    return _PAGE_FRESHNESS.sub("", markdown, count=1)
+
+
 def page_markdown(cfg: Config, store: Store, ev: Evaluation) -> dict[str, str]:
     """Re-render each page's Markdown from the store without writing anything.
 
@@ -291,7 +303,7 @@ def render_site(
     files["index.html"] = env.get_template("site/index.html.j2").render(**ctx, root="")
     rename = {PurePosixPath(p.output).name: f"{p.id}.html" for p in cfg.pages}
     for page in ctx["pages"]:
-        body = markdown_to_html(page_texts.get(page["id"], ""), rename)
+        body = markdown_to_html(without_freshness(page_texts.get(page["id"], "")), rename)
         files[page["href"]] = env.get_template("site/document.html.j2").render(
             **ctx, root="../", page=page, body=body
         )
@@ -352,6 +364,11 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def check_site_dir(cfg: Config, site: Path) -> None:
     """Refuse to replace a folder that holds anything but a site (the config, the data, docs)."""
+    if site.exists() and not site.is_dir():
+        raise WatcherError(
+            f"[watcher] site_dir = {site}: a file is in the way (the site is a folder);"
+            " move it, or point site_dir elsewhere"
+        )
     site = site.resolve()
     protected = {cfg.base_dir.resolve(), cfg.data_dir.resolve(), Path.home().resolve(), Path("/")}
     if site in protected or cfg.data_dir.resolve().is_relative_to(site):
@@ -382,8 +399,32 @@ def _tracked(site: Path) -> list[str]:
     return [name for name in os.fsdecode(out.stdout).split("\0") if name]
 
 
+def write_in_place(site: Path, files: dict[str, str | bytes]) -> int:
+    """A site folder that is a mount point cannot be swapped: each file is written whole (temp
+    file and rename inside it), then the files this build no longer has are removed."""
+    keep = {*files, *KEEP_FILES, *_tracked(site)}
+    ours = {rel.split("/", 1)[0] for rel in files}  # what else is there (lost+found) stays
+    total = 0
+    for rel, data in sorted(files.items()):
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        atomic_write(site / rel, raw)
+        total += len(raw)
+    for top in sorted(ours):
+        for path in sorted((site / top).rglob("*"), reverse=True):  # children first
+            rel = path.relative_to(site).as_posix()
+            if path.is_dir() and not path.is_symlink():
+                if not any(path.iterdir()):
+                    path.rmdir()
+            elif rel not in keep:
+                path.unlink()
+    return total
+
+
 def write_site(site: Path, files: dict[str, str | bytes]) -> int:
-    """Write into a temporary folder beside `site`, then swap it in. Returns bytes written."""
+    """Write into a temporary folder beside `site`, then swap it in (in place when `site` is a
+    mount point, which cannot be renamed). Returns bytes written."""
+    if site.is_dir() and os.path.ismount(site):
+        return write_in_place(site, files)
     site.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{site.name}-build-", dir=site.parent))
     total = 0
