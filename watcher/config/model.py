@@ -207,6 +207,9 @@ class Recipe:
     compare_rounds: int = 1  # launches of each, interleaved (B R, R B, ...)
     source: Source | None = None  # where its engine builds come from (watcher bisect)
     image_written: str = ""  # its compose service's image (variables filled where knowable)
+    # the image a compose service runs instead of its own, through an override file: set only by
+    # the pin-bump gate (watcher bump), never read from watch.toml; the compose file is not edited
+    image_override: str = ""
 
 
 @dataclass(frozen=True)
