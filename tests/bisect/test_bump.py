@@ -272,3 +272,104 @@ def test_a_pin_with_nothing_newer_and_no_to_is_refused_in_words(world):
         assert _propose(cfg, store, gh, to="v0.1.2")["new_image"] == f"{IMAGE}:v0.1.2"
     finally:
         store.close()
+
+
+def test_a_compose_recipe_runs_the_new_build_through_an_override_file(tmp_path, monkeypatch):
+    """The guide's compose file is never edited: the new image comes in a second `-f` file."""
+    from kits.composekit import calls, compose_file, fake_compose_docker
+    from kits.smokekit import with_path
+
+    from watcher.smoke.run import run_result
+
+    bin_dir = tmp_path / "bin"
+    fake_compose_docker(bin_dir)
+    with_path(monkeypatch, bin_dir)
+    state = tmp_path / "docker-state"
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(state))
+    port = free_port()
+    f = compose_file(tmp_path / "c.yml", port, "--ready-delay", "0.05", "--builds", "v0.1.0,v0.1.1")
+    f.write_text(f.read_text().replace("fake/sglang:latest", "fake/sglang:v0.1.0"))
+    before = f.read_bytes()
+    cfg = load_watch(
+        tmp_path,
+        f"""
+[watcher]
+data_dir = "data"
+site_dir = "site"
+
+[[recipe]]
+id = "c"
+engine = "sglang"
+model = "/models/fake"
+compose = "c.yml"
+service = "engine"
+startup_timeout = 15
+stop_timeout = 2
+pass_env = ["FAKE_DOCKER_STATE"]
+
+[recipe.checks]
+max_tokens = 16
+repeats = 1
+
+[recipe.env]
+PYTHONPATH = "{REPO}"
+""",
+    )
+    recipe = cfg.recipe("c")
+    new = gate.build_recipe(recipe, "fake/sglang:v0.1.1", "fake/sglang:v0.1.0")
+    res = run_result(cfg, new, any_hardware=True)
+    assert res.passed, res.reason
+    assert res.image["ref"] == "fake/sglang:v0.1.1"
+    assert res.to_record()["engine_version"] == "0.1.1"  # the engine ran as the new build
+    up = next(c for c in calls(state) if "up" in c)
+    assert up[:5] == [
+        "compose",
+        "-f",
+        str(f),
+        "-f",
+        str(cfg.data_dir / "smoke" / f"{res.run_id}.override.yml"),
+    ]
+    assert f.read_bytes() == before
+    assert (
+        gate.build_recipe(recipe, "fake/sglang:v0.1.0", "fake/sglang:v0.1.0").image_override == ""
+    )
+
+
+def test_the_budget_left_counts_a_dispatched_trigger_as_the_trigger_does(tmp_path):
+    """A dispatched comparison brings its baseline: 2 x compare_rounds launches, here 6, in
+    bisect's (and the gate's) budget as in the trigger's."""
+    from watcher.bisect.search import runs_left_today
+    from watcher.smoke.session import launch_cost
+
+    cfg = load_watch(
+        tmp_path,
+        """
+[watcher]
+data_dir = "data"
+site_dir = "site"
+
+[smoke]
+max_runs_per_day = 10
+
+[[recipe]]
+id = "base"
+engine = "vllm"
+command = ["true"]
+
+[[recipe]]
+id = "cand"
+engine = "sglang"
+command = ["true"]
+baseline = "base"
+compare_rounds = 3
+""",
+    )
+    store = Store(cfg.db_path)
+    try:
+        store.put_trigger(
+            "cand", state="dispatched", reasons=["asked"], since="2026-10-01T00:00:00Z"
+        )
+        assert launch_cost(cfg.recipe("cand")) == 6
+        assert runs_left_today(cfg, store, NOW) == 10 - 6
+    finally:
+        store.close()
