@@ -208,16 +208,21 @@ def test_the_five_percent_line(world, new_speed, state, words):
 
 
 def test_a_build_failing_a_check_does_not_clear_and_names_it(world):
+    """Through the command: the gate runs, exits 1 and names the failed check."""
     gh, _reg, _rel, make = world
     bad = ["--bad-from", "v0.1.1", "--bad-mode", "degenerate"]
     cfg, store = make(bad, "long_output_tokens = 300", repeats=2)
+    store.close()
+    res = CliRunner().invoke(cli, ["bump", "fake", "--config", str(cfg.path), "--rounds", "1"])
+    assert res.exit_code == 1, res.output
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith("bump not ready: v0.1.0 → v0.1.1: the new build failed"), last
+    assert "degenera" in last or "loop" in last
+    store = Store(cfg.db_path)
     try:
-        out = _gate(cfg, store, gh)
+        assert store.pins()["fake"]["bump"]["text"] == last
     finally:
         store.close()
-    assert out["state"] == "not ready"
-    assert out["text"].startswith("bump not ready: v0.1.0 → v0.1.1: the new build failed")
-    assert "degenera" in out["text"] or "loop" in out["text"]
 
 
 def test_dry_run_prints_the_launches_and_runs_nothing(world, tmp_path):
@@ -248,6 +253,9 @@ def test_a_gone_pin_proposes_the_newest_live_build_descending_from_it(world):
         pin = store.pins()["fake"]
         assert pin["liveness"]["exists"] is False
         assert pin["successor"]["release"] == "v0.1.1"
+        # the tags page, then per release tried a compare and a HEAD (the liveness check's
+        # pull token is reused): v0.1.2 (404), v0.1.1
+        assert pin["successor"]["requests"] == 1 + 2 + 2
         assert pin["successor"]["image"] == f"{IMAGE}:v0.1.1"
         lines = reader_lines(recipe_view(pin, {"pad": "fix-merged"}))
         assert (
