@@ -269,7 +269,10 @@ def test_a_gone_pin_names_its_successor_and_the_bump_verdict_reaches_page_commen
         with GitHubClient(gh.url, token="test-token") as client:
             run_cycle(cfg, now=later + timedelta(minutes=5), client=client, no_smoke=True)
     line = f"Pin-bump gate ({out['at'][:10]}): {out['text']}."
-    assert line in _page(tmp_path)
+    page = _page(tmp_path)
+    assert line in page
+    first = page.index("Runs vllm/vllm-openai:v0.23.1 (commit ")  # the build first, readers first
+    assert first < page.index("no longer published") < page.index(line)
     assert out["text"] in _sticky(cfg)
     doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
     assert doc["pins"]["vllm-tp2"]["bump"]["state"] == "ready"

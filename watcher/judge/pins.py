@@ -193,8 +193,12 @@ def _exists(live: dict[str, Any]) -> str:
 
 
 def reader_lines(v: dict[str, Any]) -> list[str]:
-    """What a page says under a recipe about the build it runs (a recipe_view)."""
+    """What a page says under a recipe about the build it runs (a recipe_view): the build
+    first, then what is known of it."""
     out = []
+    if (v.get("kind") or "none") != "none" and v.get("reference"):
+        sha = (v.get("resolved") or {}).get("sha")
+        out.append(f"Runs {v['reference']}" + (f" (commit {sha[:12]})." if sha else "."))
     if v.get("gone"):
         live = v.get("liveness") or {}
         out.append(
