@@ -1226,4 +1226,10 @@ def bump(recipe_id: str, config_path: str, to, dry_run: bool, floor: float, roun
     finally:
         store.close()
     click.echo(terminal_safe(out["text"]))
+    from watcher.publish.site import build_site
+
+    try:  # the verdict is stored whatever happens here; pages follow on the next cycle
+        build_site(cfg)
+    except (WatcherError, OSError) as e:
+        click.echo(f"warning: the site was not rebuilt: {e}", err=True)
     sys.exit(0 if out["state"] == "ready" else 1)

@@ -223,6 +223,8 @@ def test_a_build_failing_a_check_does_not_clear_and_names_it(world):
         assert store.pins()["fake"]["bump"]["text"] == last
     finally:
         store.close()
+    published = json.loads((cfg.path.parent / "site" / "status.json").read_text(encoding="utf-8"))
+    assert published["pins"]["fake"]["bump"]["state"] == "not ready"  # the site was rebuilt
 
 
 def test_dry_run_prints_the_launches_and_runs_nothing(world, tmp_path):

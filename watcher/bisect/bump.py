@@ -23,7 +23,7 @@ from watcher.core.clock import iso, utcnow
 from watcher.core.errors import GitHubError, WatcherError
 from watcher.judge.compare import BELOW, CLEARS
 from watcher.judge.pins import AWAITING_PIN, pin_name, view
-from watcher.poll.pins import compare_fixes, tag_commit
+from watcher.poll.pins import compare_fixes, tag_candidates, tag_commit
 from watcher.poll.registry import Registry
 from watcher.poll.successor import image_for, successor
 from watcher.smoke.session import Session, with_comparison
@@ -42,6 +42,8 @@ def propose(
     WatcherError when there is nothing to move from or to."""
     pin = recipe_pin(recipe)
     stored = view(store.pins().get(recipe.id)) or {}
+    if stored.get("reference") != pin.reference:  # read before the recipe changed: not this pin
+        stored = {}
     if pin.kind not in ("tag", "digest", "nightly"):
         raise WatcherError(f"{recipe.id}: its pin is not an image ({pin.why or pin.kind}): no bump")
     old_sha = (stored.get("resolved") or {}).get("sha") or ""
@@ -68,8 +70,12 @@ def propose(
             f"{recipe.id}: no newer build is known to carry a tracked fix and its pin still"
             " exists (run `watcher pins --check`, or give --to BUILD)"
         )
-    new_sha = tag_commit(client, pin.repo, release) if pin.repo else None
-    spent += 1 if pin.repo else 0
+    new_sha = None
+    for tag in tag_candidates(release) if pin.repo else []:  # `server-cuda-b10300` -> `b10300`
+        spent += 1
+        new_sha = tag_commit(client, pin.repo, tag)
+        if new_sha:
+            break
     brings = [dict(f) for f in awaiting]
     if new_sha and brings:
         compare_fixes(client, pin.repo, new_sha, brings, [])
