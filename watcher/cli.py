@@ -1208,7 +1208,7 @@ def bump(recipe_id: str, config_path: str, to, dry_run: bool, floor: float, roun
         with open_client(cfg) as client, Registry() as registry:
             prop = gate.propose(cfg, store, recipe, client, registry, to)
         click.echo(terminal_safe(gate.proposal_text(prop)))
-        plan = gate.plan(cfg, recipe, prop, floor, rounds)
+        plan = gate.plan(prop, floor, rounds)
         if dry_run:
             click.echo(
                 f"would run {plan['launches']} launches, floor {floor}×; nothing run (--dry-run)"

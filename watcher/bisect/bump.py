@@ -150,7 +150,7 @@ def build_recipe(recipe: Recipe, image: str, old_image: str) -> Recipe:
     return replace(recipe, command=command, **common)
 
 
-def plan(cfg: Config, recipe: Recipe, prop: dict[str, Any], floor: float, rounds: int) -> dict:
+def plan(prop: dict[str, Any], floor: float, rounds: int) -> dict[str, Any]:
     """What the gate would run: the launches in order and their count."""
     order = []
     for i in range(rounds):

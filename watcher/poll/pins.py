@@ -279,7 +279,11 @@ def _one(cfg, recipe, old, items, client, registry, now, at, check, every) -> di
     doc["fixes"] = fixes
     if same and old.get("bump"):  # the gate's last verdict on this pin (watcher.bisect.bump)
         doc["bump"] = old["bump"]
-    if live.get("exists") is False and sha:
+    if live.get("exists") is False and not sha:
+        doc["successor"] = {
+            "why": "its pin resolves to no commit, so which builds carry its fixes is not known"
+        }
+    elif live.get("exists") is False:
         known_next = (old.get("successor") or {}) if same else {}
         doc["successor"] = (
             known_next
