@@ -277,6 +277,9 @@ def test_a_gone_pin_names_its_successor_and_the_bump_verdict_reaches_page_commen
     doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
     assert doc["pins"]["vllm-tp2"]["bump"]["state"] == "ready"
     assert doc["pins"]["vllm-tp2"]["successor"]["release"] == "v0.24.0"
+    explained = CliRunner().invoke(cli, ["explain", "vllm", "--config", str(cfg.path)]).output
+    assert "next: the newest build that still exists with the same fixes: v0.24.0" in explained
+    assert f"pin-bump gate ({out['at'][:10]}): {out['text']}" in explained
     mx = json.loads((tmp_path / "site" / "matrix.json").read_text(encoding="utf-8"))
     assert mx["rows"][0]["pin_line"] == (
         "v0.23.1 · 1 fix not in pin · GONE, next v0.24.0 · bump ready → v0.24.0"
