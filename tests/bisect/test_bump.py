@@ -383,3 +383,13 @@ compare_rounds = 3
         assert runs_left_today(cfg, store, NOW) == 10 - 6
     finally:
         store.close()
+
+
+def test_a_release_is_named_in_the_pinned_tags_shape():
+    from watcher.poll.successor import image_tag
+
+    assert image_tag("server-cuda-b10236", "b10300") == "server-cuda-b10300"
+    assert image_tag("v0.27.1", "v0.28.0") == "v0.28.0"
+    assert image_tag("0.27.1", "v0.28.0") == "0.28.0"  # the pin's own (no v) spelling
+    assert image_tag("v0.5.12-cu129", "v0.5.13") == "v0.5.13-cu129"
+    assert image_tag("latest-gpu", "v1.2.0") == "v1.2.0"  # no version part: the release itself
