@@ -1230,3 +1230,74 @@ def pins(config_path: str, check: bool, as_json: bool) -> None:
         if as_json
         else terminal_safe(format_text(views))
     )
+
+
+# ------------------------------------------------------------------ watcher bump (issue 30)
+
+
+@cli.command()
+@click.argument("recipe_id", shell_complete=_complete_ids(("recipes",)))
+@click.option("--config", "config_path", default="watch.toml", show_default=True, help=CONFIG_HELP)
+@click.option("--to", "to", metavar="BUILD", help="The build to move to (a release tag or image).")
+@click.option("--dry-run", is_flag=True, help="Show the proposal and the launches; run nothing.")
+@click.option(
+    "--floor",
+    type=click.FloatRange(0.01, 10.0),
+    default=0.95,
+    show_default=True,
+    help="Decode speed of the new build at least this many times the old pin's.",
+)
+@click.option(
+    "--rounds", type=click.IntRange(1, 10), default=2, show_default=True, help="Launches of each."
+)
+def bump(recipe_id: str, config_path: str, to, dry_run: bool, floor: float, rounds: int) -> None:
+    """Propose moving RECIPE's pin to a newer build and, on this host, run the pin-bump gate.
+
+    Without --to the new build is the newest release carrying a tracked fix the pin lacks, or,
+    for a pin that is gone, the newest live release descending from it. The gate runs the recipe
+    on the old pin and the new build, interleaved, 2 x --rounds launches counted against
+    smoke.max_runs_per_day; the old pin is the baseline. The compose files are never edited.
+    Exits 0 when the bump is ready, 1 otherwise.
+
+    Example: watcher bump vllm-marlin --to v0.28.0 --dry-run
+    """
+    from watcher.bisect import bump as gate
+    from watcher.bisect.search import runs_left_today
+    from watcher.core.clock import utcnow
+    from watcher.github.client import open_client
+    from watcher.poll.registry import Registry
+    from watcher.smoke.run import recipe_or_error
+    from watcher.store.db import Store
+
+    cfg = _config(config_path)
+    recipe = recipe_or_error(cfg, recipe_id)
+    store = Store(cfg.db_path)
+    try:
+        with open_client(cfg) as client, Registry() as registry:
+            prop = gate.propose(cfg, store, recipe, client, registry, to)
+        click.echo(terminal_safe(gate.proposal_text(prop)))
+        plan = gate.plan(prop, floor, rounds)
+        if dry_run:
+            click.echo(
+                f"would run {plan['launches']} launches, floor {floor}×; nothing run (--dry-run)"
+            )
+            for i, side, image in plan["order"]:
+                click.echo(f"  round {i}: {side:<3} {image}")
+            return
+        if cfg.smoke.backend != "local":
+            raise WatcherError("the gate runs on the GPU host itself (smoke.backend = local)")
+        out = gate.run_gate(
+            cfg, store, recipe, prop, floor=floor, rounds=rounds,
+            left=runs_left_today(cfg, store, utcnow()),
+            progress=lambda m: click.echo(m, err=True),
+        )  # fmt: skip
+    finally:
+        store.close()
+    click.echo(terminal_safe(out["text"]))
+    from watcher.publish.site import build_site
+
+    try:  # the verdict is stored whatever happens here; pages follow on the next cycle
+        build_site(cfg)
+    except (WatcherError, OSError) as e:
+        click.echo(f"warning: the site was not rebuilt: {e}", err=True)
+    sys.exit(0 if out["state"] == "ready" else 1)

@@ -302,7 +302,7 @@ def test_the_report_reaches_the_site_the_feed_and_the_sticky_comment(
     assert "Change 7 of release 3" in html and "found automatically" in html
     assert state["id"] in (tmp_path / "site" / "bisect" / "index.html").read_text()
     feed = (tmp_path / "site" / "feed.xml").read_text()
-    assert "bisect fake: new → done" in feed and "first bad lmsysorg/sglang:v0.1.3" in feed
+    assert "<title>Bisect of fake: last good lmsysorg/sglang:v0.1.2, first bad" in feed
     cfg = load_config(cfg_path)
     store = Store(cfg.db_path)
     try:

@@ -1,6 +1,7 @@
 """A fake `docker` with a `compose` subcommand, for the compose recipe tests (no docker daemon).
 
-`compose -f F -p P up -d S` reads F (YAML), starts service S's `command` DETACHED under a small
+`compose -f F [-f OVERRIDE] -p P up -d S` reads F (YAML; each OVERRIDE's service keys laid over
+F's, as Compose merges files), starts service S's `command` DETACHED under a small
 supervisor that writes the output to a file and the exit code when it ends (like a container
 that outlives its client); `logs -f` follows that output until the "container" stops; `port`
 prints the published port from F; `down -v --remove-orphans` kills the project; `ps -a -q`
@@ -56,9 +57,11 @@ if args[:1] != ["compose"]:
     sys.exit(125)
 args = args[1:]
 file = project = None
+files = []  # later files are laid over the first, service by service, as Compose merges them
 while args and args[0] in ("-f", "-p"):
     if args[0] == "-f":
         file = args[1]
+        files.append(file)
     else:
         project = args[1]
     args = args[2:]
@@ -68,7 +71,9 @@ exitf = os.path.join(state, project + ".exit")
 if args[:2] == ["up", "-d"]:
     service = args[2]
     try:
-        svc = compose(file)["services"][service]
+        svc = dict(compose(files[0])["services"][service])
+        for extra in files[1:]:
+            svc.update(compose(extra)["services"].get(service) or {{}})
     except Required as e:
         print(f"error while interpolating services.{{service}}: {{e}}", file=sys.stderr)
         sys.exit(1)
@@ -80,6 +85,8 @@ if args[:2] == ["up", "-d"]:
     if cmd[0] == "python":
         cmd[0] = sys.executable
     print(f" Container {{project}}-{{service}}-1  Started", file=sys.stderr)
+    if "--builds" in cmd:  # a build-aware fake engine is the build its image names
+        os.environ["FAKE_DOCKER_IMAGE"] = str(svc.get("image") or "")
     child = subprocess.Popen(
         [sys.executable, "-c", SUPERVISOR, logf, exitf, *cmd],
         start_new_session=True, stdin=subprocess.DEVNULL,

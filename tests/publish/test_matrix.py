@@ -166,6 +166,29 @@ def test_matrix_cells(seeded):
         assert (untested["state"], untested["text"]) == ("untested", "never tested")
 
 
+def test_a_row_says_its_pin_and_a_run_of_another_build_is_no_cell(seeded):
+    """The build line (pin, fixes in it, gone and its successor, the bump gate) leads a row; a
+    bump gate's or bisect step's run ran another build and fills no cell."""
+    cfg, store = seeded
+    store.add_smoke_run(
+        doc("g1", "llama-tp1", "failed", NOW, "box-a", bisect={"bump": "b1", "build": "x:v2"})
+    )
+    pin = {
+        "kind": "tag", "reference": "vllm/vllm-openai:v0.23.1", "ref": "v0.23.1",
+        "fixes": [{"blocker": "marlin-pad", "compare": "behind", "ref": "vllm#1"}],
+        "liveness": {"exists": False, "gone_since": "2026-11-30T00:00:00Z", "checked_at": "x"},
+        "successor": {"release": "v0.24.0", "image": "vllm/vllm-openai:v0.24.0"},
+        "bump": {"state": "ready", "new": "v0.24.0", "text": "bump ready: …"},
+    }  # fmt: skip
+    mx = build_matrix(cfg, store.smoke_runs(), now=NOW, pins={"vllm-tp2": pin})
+    rows = {r["recipe"]: r for r in mx["rows"]}
+    assert rows["vllm-tp2"]["pin_line"] == (
+        "v0.23.1 · 1 fix not in pin · GONE, next v0.24.0 · bump ready → v0.24.0"
+    )
+    assert rows["sglang-tp1"]["pin_line"] is None  # no pin read: nothing claimed
+    assert all(c["state"] == "untested" for c in rows["llama-tp1"]["cells"].values())
+
+
 def test_a_pass_ages_into_stale(seeded):
     cfg, store = seeded
     later = NOW + timedelta(days=20)
@@ -182,10 +205,13 @@ def test_the_generated_page_has_every_cell_and_its_evidence(seeded):
     ev = evaluate(cfg, store.items(), store.evaluation_runs(), store.statuses(), NOW)
     text = page_text(cfg, cfg.page("engines"), ev, page_sources(store), [], None, None, None)
     table = [line for line in text.splitlines() if line.startswith("|")]
-    assert table[0] == "| Engine | Model | Quant | Spec method | 1× RTX 3090 | 2× RTX 3090 |"
+    assert table[0] == (
+        "| Engine | Model | Quant | Spec method | Build | 1× RTX 3090 | 2× RTX 3090 |"
+    )
     assert len(table) == 2 + 3  # header, rule, one row per recipe
-    assert all(line.count("|") == 7 for line in table[2:])  # no cell is missing (or blank)
+    assert all(line.count("|") == 8 for line in table[2:])  # no cell is missing (or blank)
     sglang = next(line for line in table if line.startswith("| sglang"))
+    assert "| eagle3 | — (ran `lmsysorg/sglang:latest@sha256:abc`) |" in sglang
     assert (
         "✅ passed · 17.2 tok/s · AL 2.31 · 2026-11-30"
         " ([r2](https://example.org/status/matrix.html#run-r2), box-a)"

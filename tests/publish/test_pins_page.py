@@ -256,3 +256,76 @@ def test_a_tracker_row_that_is_no_blockers_item_is_placed_against_the_pin_too(
     assert "⚠️" not in row and "· in our pin ·" in row
     doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
     assert all("tracked" not in v for v in doc["pins"].values())  # status.json's shape is kept
+
+
+def test_a_gone_pin_names_its_successor_and_the_bump_verdict_reaches_page_comment_and_json(
+    tmp_path, fake_github, monkeypatch
+):
+    """The pin vanishes: the page names the newest live build with the same fixes; `watcher
+    bump --dry-run` proposes it; the gate's verdict (set speeds) is on the page, the sticky
+    comment, status.json and the matrix's build line after the next cycle."""
+    from click.testing import CliRunner
+
+    from watcher.bisect import bump as gate
+    from watcher.cli import cli
+    from watcher.poll.registry import Registry
+    from watcher.smoke.run import base_doc
+    from watcher.store.db import Store
+
+    gh = fake_github
+    _seed(gh)
+    with FakeRegistry() as reg:
+        reg.add_image("vllm/vllm-openai", "v0.23.1")
+        reg.add_image("vllm/vllm-openai", "v0.24.0")
+        monkeypatch.setenv("WATCHER_REGISTRY_MAP", f"docker.io={reg.url}")
+        monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+        cfg = _watch(tmp_path, gh, "vllm/vllm-openai:v0.23.1")
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=NOW, client=client, no_smoke=True)
+        reg.purge("vllm/vllm-openai", "v0.23.1")
+        later = NOW + timedelta(hours=25)
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=later, client=client, no_smoke=True)
+        assert (
+            "The newest build that still exists with the same fixes: v0.24.0"
+            " (vllm/vllm-openai:v0.24.0)." in _page(tmp_path)
+        )
+        res = CliRunner().invoke(cli, ["bump", "vllm-tp2", "--config", str(cfg.path), "--dry-run"])
+        assert res.exit_code == 0, res.output
+        assert "bump v0.23.1 → v0.24.0 (the pinned build is gone)" in res.output
+
+        def launch(cfg, recipe, run_id):  # a quiet rig: both builds at 85 tokens/s
+            r = base_doc(recipe, run_id)
+            r.outcome, r.reason, r.matches_target = "passed", "passed", True
+            r.metrics.decode_samples = [85.0 + 0.1 * (i % 3) for i in range(10)]
+            r.metrics.decode_tokens_per_s = 85.0
+            return r
+
+        store = Store(cfg.db_path)
+        try:
+            with GitHubClient(gh.url, token="test-token") as c, Registry() as r:
+                prop = gate.propose(cfg, store, cfg.recipe("vllm-tp2"), c, r)
+            out = gate.run_gate(cfg, store, cfg.recipe("vllm-tp2"), prop, left=4, launch=launch)
+        finally:
+            store.close()
+        assert out["text"] == (
+            "bump ready: v0.23.1 → v0.24.0 decodes at 1.00× (85 vs 85 tokens/s), all checks pass"
+        )
+        with GitHubClient(gh.url, token="test-token") as client:
+            run_cycle(cfg, now=later + timedelta(minutes=5), client=client, no_smoke=True)
+    line = f"Pin-bump gate ({out['at'][:10]}): {out['text']}."
+    page = _page(tmp_path)
+    assert line in page
+    first = page.index("Runs vllm/vllm-openai:v0.23.1 (commit ")  # the build first, readers first
+    assert first < page.index("no longer published") < page.index(line)
+    assert out["text"] in _sticky(cfg)
+    doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
+    assert doc["pins"]["vllm-tp2"]["bump"]["state"] == "ready"
+    assert doc["pins"]["vllm-tp2"]["successor"]["release"] == "v0.24.0"
+    explained = CliRunner().invoke(cli, ["explain", "vllm", "--config", str(cfg.path)]).output
+    assert "next: the newest build that still exists with the same fixes: v0.24.0" in explained
+    assert f"pin-bump gate ({out['at'][:10]}): {out['text']}" in explained
+    mx = json.loads((tmp_path / "site" / "matrix.json").read_text(encoding="utf-8"))
+    assert mx["rows"][0]["pin_line"] == (
+        "v0.23.1 · 1 fix not in pin · GONE, next v0.24.0 · bump ready → v0.24.0"
+    )

@@ -170,6 +170,11 @@ def text(state: dict[str, Any]) -> str:
 SITE_LIMIT = 50  # newest bisects with a page on the site
 
 
+def _so_far(state: dict[str, Any]) -> dict[str, Any]:
+    """What an unfinished bisect's page can say before it has a report: its runs so far."""
+    return {"runs": sum(len(s.get("runs") or ()) for s in state.get("steps") or ())}
+
+
 def site_files(store: Store, env, ctx: dict[str, Any]) -> dict[str, str]:
     """bisect/index.html and bisect/<id>.html, one page per stored bisect (newest first), its
     text cleaned by core.text's rule."""
@@ -178,7 +183,7 @@ def site_files(store: Store, env, ctx: dict[str, Any]) -> dict[str, str]:
     for b in states:
         b = clean_tree(b)
         files[f"bisect/{b['id']}.html"] = env.get_template("site/bisect.html.j2").render(
-            **ctx, root="../", b=b, r=b.get("report") or {}
+            **ctx, root="../", b=b, r=b.get("report") or _so_far(b)
         )
     listed = [dict(clean_tree(b), summary=clean_tree(summary(b))) for b in states]
     if listed:

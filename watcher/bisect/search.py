@@ -449,10 +449,19 @@ def _apply(state: dict[str, Any], step: dict[str, Any]) -> str | None:
 # ------------------------------------------------------------------ running
 
 
-def _runs_left_today(cfg: Config, store: Store, now: datetime) -> int:
+def runs_left_today(cfg: Config, store: Store, now: datetime) -> int:
+    """Launches the daily budget still allows, counted as the trigger counts them: a dispatched
+    trigger brings its baseline (2 x compare_rounds), a dispatched bisect step is one launch
+    (its recipe runs without a baseline, `recipe_for`)."""
+    from watcher.smoke.session import launch_cost
     from watcher.smoke.trigger import runs_in_last_day
 
-    in_flight = sum(1 for t in store.triggers().values() if t["state"] == "dispatched")
+    known = {r.id: r for r in cfg.recipes}
+    in_flight = sum(
+        launch_cost(known[t["recipe"]]) if t["recipe"] in known else 1
+        for t in store.triggers().values()
+        if t["state"] == "dispatched"
+    )
     in_flight += sum(1 for b in store.bisects(limit=20) if b.get("pending"))
     return cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - in_flight
 
@@ -526,7 +535,7 @@ def advance(
             if skipped_steps(state) > MAX_SKIPS:
                 state["message"] = f"more than {MAX_SKIPS} builds could not be judged"
                 return _finish(cfg, store, state, "done")
-            left = _runs_left_today(cfg, store, utcnow())
+            left = runs_left_today(cfg, store, utcnow())
             if left < state["repeat"]:
                 state["message"] = (
                     f"paused: smoke.max_runs_per_day ({cfg.smoke.max_runs_per_day}) leaves {left}"

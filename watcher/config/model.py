@@ -219,6 +219,9 @@ class Recipe:
 
     source: Source | None = None  # where its engine builds come from (watcher bisect)
     image_written: str = ""  # its compose service's image (variables filled where knowable)
+    # the image a compose service runs instead of its own, through an override file: set only by
+    # the pin-bump gate (watcher bump), never read from watch.toml; the compose file is not edited
+    image_override: str = ""
 
 
 @dataclass(frozen=True)

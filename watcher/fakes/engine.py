@@ -18,9 +18,10 @@ ignored.
 Builds (for `watcher bisect`): --build names the build this process is (an image ref or a pip
 requirement; default: $FAKE_DOCKER_IMAGE, which the tests' fake docker sets from `docker run`'s
 image). With --builds (the builds in order), --bad-from B makes B and later builds crash with
---bad-log (or, with --bad-mode slow, serve at --bad-tokens-per-s); --fixed-from B makes builds
-before B crash instead; --broken lists builds that crash differently; --report-version B=V makes
-build B report version V (a mislabelled image). --speed-noise F jitters the speed by up to +-F.
+--bad-log (or, with --bad-mode slow, serve at --bad-tokens-per-s; with degenerate, loop long
+answers); --fixed-from B makes builds before B crash instead; --broken lists builds that
+crash differently; --report-version B=V makes build B report version V (a mislabelled
+image). --speed-noise F jitters the speed by up to +-F.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--builds", default="", help="comma-separated build versions, oldest first")
     p.add_argument("--bad-from", default=None)
     p.add_argument("--fixed-from", default=None)
-    p.add_argument("--bad-mode", choices=("crash", "slow"), default="crash")
+    p.add_argument("--bad-mode", choices=("crash", "slow", "degenerate"), default="crash")
     p.add_argument(
         "--bad-log",
         default="RuntimeError: size_n = 96 is not divisible by tile_n_size = 64",
@@ -147,6 +148,8 @@ def _apply_build(a: argparse.Namespace) -> None:
         bad = pos < order.index(a.fixed_from)
     if bad and a.bad_mode == "crash":
         a.mode, a.log_text, a.exit_code = "crash", a.bad_log, 1
+    elif bad and a.bad_mode == "degenerate":  # serves, but its long answers loop
+        a.degenerate = True
     elif bad:
         a.tokens_per_s = a.bad_tokens_per_s
     if a.speed_noise:

@@ -12,7 +12,7 @@ from typing import Any
 from watcher.config.model import Config
 from watcher.core.errors import WatcherError
 from watcher.judge.evaluate import Evaluation
-from watcher.judge.pins import pin_name, recipe_view
+from watcher.judge.pins import pin_name, recipe_view, successor_phrase
 from watcher.judge.views import item_view
 
 
@@ -228,6 +228,12 @@ def _pin_lines(v: dict[str, Any], indent: str) -> list[str]:
         out.append(
             f"{indent}  not ready on its pin {pin_name(v)}: {', '.join(v['held_by_pin'])} fixed"
             f" upstream only; {newer} would carry it"
+        )
+    if successor_phrase(v):
+        out.append(f"{indent}  next: {successor_phrase(v)}")
+    if (v.get("bump") or {}).get("text"):
+        out.append(
+            f"{indent}  pin-bump gate ({str(v['bump'].get('at'))[:10]}): {v['bump']['text']}"
         )
     return out
 

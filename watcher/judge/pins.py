@@ -174,6 +174,10 @@ def format_text(views: dict[str, dict[str, Any]]) -> str:
                 f"  ready    not on its pin: {', '.join(v['held_by_pin'])} fixed upstream, not in"
                 f" {pin_name(v)}; {newer} would carry it"
             )
+        if successor_phrase(v):
+            out.append(f"  next     {successor_phrase(v)}")
+        if (v.get("bump") or {}).get("text"):
+            out.append(f"  bump     {v['bump']['text']} ({str(v['bump'].get('at'))[:10]})")
     return "\n".join(out)
 
 
@@ -192,8 +196,12 @@ def _exists(live: dict[str, Any]) -> str:
 
 
 def reader_lines(v: dict[str, Any]) -> list[str]:
-    """What a page says under a recipe about the build it runs (a recipe_view)."""
+    """What a page says under a recipe about the build it runs (a recipe_view): the build
+    first, then what is known of it."""
     out = []
+    if (v.get("kind") or "none") != "none" and v.get("reference"):
+        sha = (v.get("resolved") or {}).get("sha")
+        out.append(f"Runs {v['reference']}" + (f" (commit {sha[:12]})." if sha else "."))
     if v.get("gone"):
         live = v.get("liveness") or {}
         out.append(
@@ -205,4 +213,42 @@ def reader_lines(v: dict[str, Any]) -> list[str]:
     if v.get("held_by_pin") and not v.get("gone"):
         newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
         out.append(f"Not ready to test on its pin {pin_name(v)}: {newer} would carry the fix.")
+    nxt = successor_phrase(v)
+    if nxt:
+        out.append(nxt[0].upper() + nxt[1:] + ".")
+    if (v.get("bump") or {}).get("text"):
+        b = v["bump"]
+        out.append(f"Pin-bump gate ({str(b.get('at'))[:10]}): {b['text']}.")
     return out
+
+
+def successor_phrase(v: dict[str, Any]) -> str | None:
+    """For a gone pin: "the newest build that still exists with the same fixes: v0.28.0
+    (vllm/vllm-openai:v0.28.0)", or why none is named; None for a live pin."""
+    if not v.get("gone"):
+        return None
+    nxt = v.get("successor") or {}
+    if nxt.get("release"):
+        return f"the newest build that still exists with the same fixes: {nxt['release']} ({nxt['image']})"
+    return f"no newer build with the same fixes is named: {nxt.get('why') or 'not looked for yet'}"
+
+
+def short_line(v: dict[str, Any]) -> str:
+    """One line per recipe for the matrix: the build, whether the fixes are in it, gone, and the
+    bump gate's verdict ("v0.27.1 · 1 fix not in pin · bump ready → v0.28.0")."""
+    if (v.get("kind") or "none") == "none":
+        return "pin unknown"
+    parts = [pin_name(v)]
+    states = [f.get("state") for f in v.get("fixes") or []]
+    if AWAITING_PIN in states:
+        n = states.count(AWAITING_PIN)
+        parts.append(f"{n} fix{'es' if n > 1 else ''} not in pin")
+    elif states and all(s == IN_PIN for s in states):
+        parts.append("fixes in pin")
+    if v.get("gone"):
+        nxt = (v.get("successor") or {}).get("release")
+        parts.append("GONE" + (f", next {nxt}" if nxt else ""))
+    b = v.get("bump") or {}
+    if b.get("state"):
+        parts.append(f"bump {b['state']} → {b.get('new')}")
+    return " · ".join(parts)

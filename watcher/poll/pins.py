@@ -9,7 +9,8 @@ registry; a package version through the tag `v<version>` or `<version>`.
 Liveness runs on its own schedule (daily by default): one HEAD per image with If-None-Match, or
 one read of the package's index page. A registry that fails leaves the last answer, marked with
 its error: one pin stale, never the cycle. Fix compares are kept per (fix, pin) commit pair: a
-commit's ancestry never changes, so each is asked once.
+commit's ancestry never changes, so each is asked once. A pin found gone is given a successor:
+the newest release whose image exists and descends from the pinned commit (poll.successor).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from watcher.config.pins import Pin, is_sha, recipe_pin
 from watcher.core.clock import iso, parse_iso
 from watcher.core.errors import GitHubError
 from watcher.poll.registry import Registry, RegistryError
+from watcher.poll.successor import successor
 from watcher.store.db import Store
 
 log = logging.getLogger("watcher.poll.pins")
@@ -301,4 +303,17 @@ def _one(
             compare_fixes(client, pin.repo, sha, others, [*old.get("tracked", ()), *shared])
             shared.extend(f for f in others if f.get("compare"))
         doc["tracked"] = others
+    if same and old.get("bump"):  # the gate's last verdict on this pin (watcher.bisect.bump)
+        doc["bump"] = old["bump"]
+    if live.get("exists") is False and not sha:
+        doc["successor"] = {
+            "why": "its pin resolves to no commit, so which builds carry its fixes is not known"
+        }
+    elif live.get("exists") is False:
+        known_next = (old.get("successor") or {}) if same else {}
+        doc["successor"] = (
+            known_next
+            if known_next.get("release") or not due
+            else successor(pin, sha, client, registry)
+        )
     return doc

@@ -232,7 +232,7 @@ def page_context(
         "stale_items": [i for i in (*_all_views(blockers), *others) if i["stale"]],
         "offline_note": offline_note,
         "marks": BLOCKER_MARKS,
-        "matrix": build_matrix(cfg, runs, recipes=page.recipes),
+        "matrix": build_matrix(cfg, runs, recipes=page.recipes, pins=pins),
         "matrix_summary": cell_summary,
         "matrix_link": f"{cfg.site.url.rstrip('/')}/matrix.html" if cfg.site.url else None,
     }

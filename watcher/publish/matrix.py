@@ -17,6 +17,7 @@ from typing import Any
 
 from watcher.config.model import Config, Hardware, Recipe
 from watcher.core.clock import iso, parse_iso, utcnow
+from watcher.judge.pins import short_line, view
 from watcher.smoke.hardware import name_matches
 from watcher.store.smokerun import SmokeResult
 
@@ -213,12 +214,19 @@ def build_matrix(
     *,
     recipes: list[str] | tuple[str, ...] | None = None,
     now: datetime | None = None,
+    pins: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The matrix from stored runs (newest first, as `Store.smoke_runs` gives them)."""
+    """The matrix from stored runs (newest first, as `Store.smoke_runs` gives them). A run of a
+    build that is not the recipe's own (a bisect step, a bump gate's) is never a cell. `pins`
+    (the stored pins) adds each row's build line: pin, fixes in it or not, gone, bump verdict."""
     now = now or utcnow()
     chosen = [cfg.recipe(r) for r in recipes] if recipes else list(cfg.recipes)
     ids = {r.id for r in chosen}
-    tested = [r for r in runs if r.get("recipe") in ids and r.get("outcome") in VERDICTS]
+    tested = [
+        r
+        for r in runs
+        if r.get("recipe") in ids and r.get("outcome") in VERDICTS and not r.get("bisect")
+    ]
     tested.sort(key=lambda r: str(r.get("finished_at") or r.get("started_at") or ""), reverse=True)
     by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in tested:  # newest first within each cell
@@ -243,6 +251,10 @@ def build_matrix(
                 "target": target_rig(recipe.hardware),
                 "source": recipe.compose or "command",
                 "cells": cells,
+                "pin_line": short_line(view(pins[recipe.id]))
+                if recipe.id in (pins or {})
+                else None,
+                "ran": _ran(cells),
             }
         )
     evidence = [e for row in rows for c in row["cells"].values() for e in c["entries"]]
@@ -271,6 +283,18 @@ def build_matrix(
             if r.get("refused") and r.get("recipe") in ids
         ],
     }
+
+
+def _ran(cells: dict[str, dict[str, Any]]) -> str | None:
+    """The engine build the newest run of the row ran: its image by digest, else by tag."""
+    entries = sorted(
+        (e for c in cells.values() for e in c["entries"]), key=lambda e: e["at"] or "", reverse=True
+    )
+    for e in entries:
+        if e["image"] or e["digest"]:
+            ref = e["image"] or ""
+            return f"{ref.split('@')[0]}@{e['digest'].rsplit('@', 1)[-1]}" if e["digest"] else ref
+    return None
 
 
 def cell_summary(entry: dict[str, Any], with_state: bool = True) -> str:

@@ -284,6 +284,11 @@ def event_sentence(cfg: Config, e: dict[str, Any], titles: dict[str, str] | None
         target = (e.get("data") or {}).get("matches_target")
         where = "" if target or target is None else " (not on the target GPU)"
         return f"Test of {title}: {OUTCOME_WORDS.get(new or '', new)}{where}"
+    if kind == "bisect":  # "bisect <run id> of <recipe>: <what it found>" -> the recipe's title
+        recipe = next((r for r in cfg.recipes if r.id == subject), None)
+        title = (recipe.title or recipe.id) if recipe else subject
+        found = str(e.get("message") or "").partition(": ")[2] or new
+        return f"Bisect of {title}: {found}"
     return str(e.get("message") or "")
 
 

@@ -338,7 +338,9 @@ def render_site(
     files["status.json"] = (
         json.dumps(status_doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     )
-    mx = clean_tree(build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now))
+    mx = clean_tree(
+        build_matrix(cfg, store.smoke_runs(limit=MATRIX_RUNS), now=now, pins=store.pins())
+    )
     files["matrix.html"] = env.get_template("site/matrix.html.j2").render(
         **ctx, root="", mx=mx, summary=cell_summary
     )

@@ -62,11 +62,14 @@ class Compose:
     file: Path
     project: str
     docker: str = "docker"
+    override: Path | None = None  # a second file laid over it (the bump gate's image)
 
     def _base(self, with_file: bool = True) -> list[str]:
         head = [self.docker, "compose"]
         if with_file:
             head += ["-f", str(self.file)]
+            if self.override is not None:
+                head += ["-f", str(self.override)]
         return [*head, "-p", self.project]
 
     def up(self, service: str) -> list[str]:
@@ -180,7 +183,7 @@ class ComposeLauncher:
                 f" watcher's environment and name it in the recipe's pass_env"
             )
             return False
-        if self.svc.image_vars:  # `nightly-${VLLM_NIGHTLY_SHA}`: the guide's launcher fills it
+        if self.svc.image_vars and not recipe.image_override:  # the guide's launcher fills it
             names = ", ".join(self.svc.image_vars)
             result.outcome = "error"
             result.reason = (
@@ -213,6 +216,14 @@ class ComposeLauncher:
             "service": recipe.service,
         }
         result.image = {"ref": self.svc.image or None, "digest": None}
+        if recipe.image_override:  # the bump gate: the service's image swapped, the file untouched
+            self.c.override = self.log_path.with_suffix(".override.yml")
+            self.c.override.write_text(
+                f"services:\n  {json.dumps(self.svc.service)}:\n"
+                f"    image: {json.dumps(recipe.image_override)}\n",
+                encoding="utf-8",
+            )
+            result.image["ref"] = recipe.image_override
         return True
 
     def run(self, result: SmokeResult, started: Callable[[], None]) -> Launched:
@@ -259,7 +270,7 @@ class ComposeLauncher:
                 if finding is not None:
                     result.signature, result.excerpt = finding.id, finding.excerpt
                 raise _Stop
-            result.image["digest"] = _digest(c, svc.image)
+            result.image["digest"] = _digest(c, recipe.image_override or svc.image)
             if port is None and svc.container_port is not None:
                 port = _published_port(c, svc.service, recipe.port, env, cwd)
             if port is None:
