@@ -15,11 +15,10 @@ import json
 import os
 import re
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -559,8 +558,16 @@ def generation_answered(base_url: str, model: str = "", timeout: float = 60.0) -
     return None
 
 
+class Polled(Protocol):
+    """What the wait watches: a process, or something that says when it stopped as one does."""
+
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+
 def wait_ready(
-    proc: subprocess.Popen,
+    proc: Polled,
     url: str,
     timeout: float,
     watch: LogPump | None = None,
