@@ -56,9 +56,10 @@ POLL_TESTS = (
 )
 
 # issue 32's set: the test files that import or drive each module
-REGISTRY_TESTS = ("tests/poll/test_pins.py",)
+REGISTRY_TESTS = ("tests/poll/test_pins.py", "tests/poll/test_registry_faults.py")
 POLL_PINS_TESTS = ("tests/poll/test_pins.py", "tests/publish/test_pins_page.py")
 PIN_STATUS_TESTS = (
+    "tests/judge/test_pin_rules.py",
     "tests/poll/test_pins.py",
     "tests/judge/test_pin_status.py",
     "tests/publish/test_pins_page.py",
