@@ -64,8 +64,16 @@ PIN_STATUS_TESTS = (
     "tests/judge/test_pin_status.py",
     "tests/publish/test_pins_page.py",
 )
-COMPARE_TESTS = ("tests/judge/test_compare_interval.py", "tests/judge/test_relative_verdict.py")
-AUDIT_TESTS = ("tests/judge/test_audit.py", "tests/publish/test_tracker_page.py")
+COMPARE_TESTS = (
+    "tests/judge/test_compare_edges.py",
+    "tests/judge/test_compare_interval.py",
+    "tests/judge/test_relative_verdict.py",
+)
+AUDIT_TESTS = (
+    "tests/judge/test_audit_links.py",
+    "tests/judge/test_audit.py",
+    "tests/publish/test_tracker_page.py",
+)
 INTERPOLATE_TESTS = ("tests/config/test_interpolate.py",)
 COMPOSEFILE_TESTS = ("tests/config/test_composecmd.py", "tests/smoke/test_compose.py")
 SESSION_TESTS = ("tests/smoke/test_session.py",)
