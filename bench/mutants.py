@@ -75,7 +75,11 @@ AUDIT_TESTS = (
     "tests/publish/test_tracker_page.py",
 )
 INTERPOLATE_TESTS = ("tests/config/test_interpolate.py",)
-COMPOSEFILE_TESTS = ("tests/config/test_composecmd.py", "tests/smoke/test_compose.py")
+COMPOSEFILE_TESTS = (
+    "tests/config/test_compose_devices.py",
+    "tests/config/test_composecmd.py",
+    "tests/smoke/test_compose.py",
+)
 SESSION_TESTS = ("tests/smoke/test_session.py",)
 DISPATCH_TESTS = (
     "tests/smoke/test_settle.py",
