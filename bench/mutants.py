@@ -87,8 +87,14 @@ DISPATCH_TESTS = (
     "tests/github/test_hostile_net.py",
 )
 SHELF_TESTS = ("tests/onboard/test_compose_scan.py",)
-ADOPT_TRACKER_TESTS = ("tests/onboard/test_adopt_tracker.py",)
-TRACKER_PAGE_TESTS = ("tests/publish/test_tracker_page.py",)
+ADOPT_TRACKER_TESTS = (
+    "tests/onboard/test_adopt_ids.py",
+    "tests/onboard/test_adopt_tracker.py",
+)
+TRACKER_PAGE_TESTS = (
+    "tests/publish/test_tracker_cell.py",
+    "tests/publish/test_tracker_page.py",
+)
 
 MUTANTS = [
     # ---- the 15 survivors of issue 21
