@@ -489,3 +489,17 @@ number = 2
     }
     fixes = tracked_fixes(cfg, cfg.recipe("r"), rows, VLLM)
     assert [(f["item"], f["fix_sha"]) for f in fixes] == [("engine-fix", "a" * 40)]
+
+
+def test_an_annotated_tag_resolves_to_the_commit_it_tags(tmp_path, fake_github, reg):
+    # Issue 32's mutation set: every tag in the tests was lightweight, so taking an annotated
+    # tag's own object sha for the commit passed; vLLM's release tags are annotated.
+    gh = fake_github
+    c = gh.add_commit(VLLM, message="release", date="2026-06-01T00:00:00Z")
+    gh.add_tag(VLLM, "v0.24.0", c["sha"], annotated=True)
+    cfg = _config(tmp_path, _recipe("tag", "vllm", "vllm/vllm-openai:v0.24.0"), gh_url=gh.url)
+    with GitHubClient(gh.url, token="test-token") as client, _mapped(reg) as r:
+        got = resolve(recipe_pin(cfg.recipe("tag")), client, r)
+        ref = client.get_json(f"/repos/{VLLM}/git/ref/tags/v0.24.0")
+    assert ref["object"]["type"] == "tag" and ref["object"]["sha"] != c["sha"]
+    assert got["sha"] == c["sha"] and got["tag"] == "v0.24.0"
