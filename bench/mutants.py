@@ -12,7 +12,8 @@ The baseline (no fault) runs first over every file named: a red baseline makes e
 meaningless, so the script stops. CPU is scarce: each fault runs only its module's test files.
 
 The first 15 faults are the survivors issue 21 lists on the main of 2026-12-01; the rest are
-faults of the same kind that the tests of that main already caught.
+faults of the same kind that the tests of that main already caught. Those named `i32 ...` are
+issue 32's set over the modules the round before it changed (`--only i32`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,47 @@ POLL_TESTS = (
     "tests/poll/test_poll.py",
     "tests/poll/test_code_items.py",
     "tests/whole/test_survivors.py",
+)
+
+# issue 32's set: the test files that import or drive each module
+REGISTRY_TESTS = ("tests/poll/test_pins.py", "tests/poll/test_registry_faults.py")
+POLL_PINS_TESTS = ("tests/poll/test_pins.py", "tests/publish/test_pins_page.py")
+PIN_STATUS_TESTS = (
+    "tests/judge/test_pin_rules.py",
+    "tests/poll/test_pins.py",
+    "tests/judge/test_pin_status.py",
+    "tests/publish/test_pins_page.py",
+)
+COMPARE_TESTS = (
+    "tests/judge/test_compare_edges.py",
+    "tests/judge/test_compare_interval.py",
+    "tests/judge/test_relative_verdict.py",
+)
+AUDIT_TESTS = (
+    "tests/judge/test_audit_links.py",
+    "tests/judge/test_audit.py",
+    "tests/publish/test_tracker_page.py",
+)
+INTERPOLATE_TESTS = ("tests/config/test_interpolate.py",)
+COMPOSEFILE_TESTS = (
+    "tests/config/test_compose_devices.py",
+    "tests/config/test_composecmd.py",
+    "tests/smoke/test_compose.py",
+)
+SESSION_TESTS = ("tests/smoke/test_session.py",)
+DISPATCH_TESTS = (
+    "tests/smoke/test_settle.py",
+    "tests/smoke/test_trigger.py",
+    "tests/github/test_hostile_net.py",
+)
+SHELF_TESTS = ("tests/onboard/test_compose_scan.py",)
+ADOPT_TRACKER_TESTS = (
+    "tests/onboard/test_adopt_ids.py",
+    "tests/onboard/test_adopt_tracker.py",
+)
+TRACKER_PAGE_TESTS = (
+    "tests/publish/test_tracker_cell.py",
+    "tests/publish/test_tracker_page.py",
 )
 
 MUTANTS = [
@@ -415,6 +457,357 @@ MUTANTS = [
         "(?!\\$)",
         "",
         ("tests/core/test_redact.py", "tests/publish/test_render.py"),
+    ),
+    # ---- issue 32's round: the modules the round before changed (one-line slips of each)
+    Mutant(
+        "i32 registry: a redirect to another host keeps the Authorization header",
+        "watcher/poll/registry.py",
+        "if urlsplit(nxt).netloc != urlsplit(url).netloc:",
+        "if False:",
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: plain http to any host allowed",
+        "watcher/poll/registry.py",
+        'return parts.scheme == "http" and is_loopback(parts.hostname or "")',
+        'return parts.scheme == "http"',
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: a manifest that does not hash to its pinned digest accepted",
+        "watcher/poll/registry.py",
+        'if _DIGEST.match(ref) and "sha256:" + hashlib.sha256(body).hexdigest() != ref:',
+        'if False and "sha256:" + hashlib.sha256(body).hexdigest() != ref:',
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: a config blob that does not hash to its digest accepted",
+        "watcher/poll/registry.py",
+        'if "sha256:" + hashlib.sha256(body).hexdigest() != digest:',
+        'if False and "sha256:" + hashlib.sha256(body).hexdigest() != digest:',
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: a 404 on HEAD reads as present",
+        "watcher/poll/registry.py",
+        "return Head(False, requests=spent)",
+        "return Head(True, requests=spent)",
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: an index's arm64 image taken for amd64",
+        "watcher/poll/registry.py",
+        'if p.get("os") == "linux" and p.get("architecture") == "amd64":',
+        'if p.get("os") == "linux":',
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: a token realm on plain http accepted",
+        "watcher/poll/registry.py",
+        "if not allowed_url(realm):",
+        "if False:",
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 registry: a body past its cap read on",
+        "watcher/poll/registry.py",
+        "if len(body) > cap:",
+        "if len(body) > cap * 1000:",
+        REGISTRY_TESTS,
+    ),
+    Mutant(
+        "i32 pins: an annotated tag's own sha taken for its commit",
+        "watcher/poll/pins.py",
+        'if obj.get("type") == "tag":  # an annotated tag: the commit it tags',
+        'if obj.get("type") == "tags":  # an annotated tag: the commit it tags',
+        POLL_PINS_TESTS,
+    ),
+    Mutant(
+        "i32 pins: a tag without its v prefix not tried",
+        "watcher/poll/pins.py",
+        'alt = t[1:] if t.startswith("v") else f"v{t}" if t[:1].isdigit() else None',
+        "alt = None",
+        POLL_PINS_TESTS,
+    ),
+    Mutant(
+        "i32 pins: an image labelled from another repository trusted",
+        "watcher/poll/pins.py",
+        "if source and not same_repo(source, pin.repo):",
+        "if False:",
+        POLL_PINS_TESTS,
+    ),
+    Mutant(
+        "i32 pins: github.com matched case-sensitively",
+        "watcher/poll/pins.py",
+        'return parts.hostname == "github.com" and path.lower() == repo.lower()',
+        'return parts.hostname == "github.com" and path == repo',
+        POLL_PINS_TESTS,
+    ),
+    Mutant(
+        "i32 pins: liveness re-checked only after twice its interval",
+        "watcher/poll/pins.py",
+        "return checked is None or now - checked >= every",
+        "return checked is None or now - checked >= 2 * every",
+        POLL_PINS_TESTS,
+    ),
+    Mutant(
+        "i32 pins: a fix from another repository compared against the pin",
+        "watcher/poll/pins.py",
+        "if not sha or not repo or fix_repo.lower() != repo.lower():",
+        "if not sha or not repo:",
+        POLL_PINS_TESTS,
+    ),
+    Mutant(
+        "i32 judge pins: diverged read as in the pin",
+        "watcher/judge/pins.py",
+        'if compare_status in ("ahead", "identical"):',
+        'if compare_status in ("ahead", "identical", "diverged"):',
+        PIN_STATUS_TESTS,
+    ),
+    Mutant(
+        "i32 judge pins: behind read as in the pin",
+        "watcher/judge/pins.py",
+        'if compare_status in ("behind", "diverged"):',
+        'if compare_status in ("diverged",):',
+        PIN_STATUS_TESTS,
+    ),
+    Mutant(
+        "i32 judge pins: fix-merged held by the pin when only some fixes wait",
+        "watcher/judge/pins.py",
+        'if status == "fix-merged" and mine and all(f.get("state") == AWAITING_PIN for f in mine):',
+        'if status == "fix-merged" and mine and any(f.get("state") == AWAITING_PIN for f in mine):',
+        PIN_STATUS_TESTS,
+    ),
+    Mutant(
+        "i32 judge pins: an unresolved pin counts as carrying the fix",
+        "watcher/judge/pins.py",
+        'if not (pin.get("resolved") or {}).get("sha"):',
+        "if False:",
+        PIN_STATUS_TESTS,
+    ),
+    Mutant(
+        "i32 judge pins: one pin in the fix's state is enough",
+        "watcher/judge/pins.py",
+        "return True if all(s == IN_PIN for s in states) else None",
+        "return True if any(s == IN_PIN for s in states) else None",
+        PIN_STATUS_TESTS,
+    ),
+    Mutant(
+        "i32 compare: a range touching the floor clears",
+        "watcher/judge/compare.py",
+        "if low >= floor:",
+        "if high >= floor:",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 compare: a range ending on the floor is below",
+        "watcher/judge/compare.py",
+        "if high < floor:",
+        "if high <= floor:",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 compare: a ttft range straddling its ceiling clears",
+        "watcher/judge/compare.py",
+        "return CLEARS if high <= ceiling else BELOW if low > ceiling else INSUFFICIENT",
+        "return CLEARS if low <= ceiling else BELOW if low > ceiling else INSUFFICIENT",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 compare: zero samples kept in a ratio",
+        "watcher/judge/compare.py",
+        "a, b = [x for x in a if x > 0], [x for x in b if x > 0]",
+        "a, b = [x for x in a if x >= 0], [x for x in b if x > 0]",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 compare: one pair of one sample each judged",
+        "watcher/judge/compare.py",
+        "if len(pairs) >= 2 or (pairs and min(len(pairs[0][0]), len(pairs[0][1])) >= 2):",
+        "if len(pairs) >= 1 or (pairs and min(len(pairs[0][0]), len(pairs[0][1])) >= 2):",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 compare: the median of an even count is the upper middle",
+        "watcher/judge/compare.py",
+        "return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2",
+        "return v[n // 2]",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 compare: one insufficient figure does not hold the verdict",
+        "watcher/judge/compare.py",
+        "elif any(v == INSUFFICIENT for _, v, _ in verdicts):",
+        "elif all(v == INSUFFICIENT for _, v, _ in verdicts):",
+        COMPARE_TESTS,
+    ),
+    Mutant(
+        "i32 audit: an item in another repository matches a link",
+        "watcher/judge/audit.py",
+        "if item.repo.lower() != link.repo.lower():",
+        "if False:",
+        AUDIT_TESTS,
+    ),
+    Mutant(
+        "i32 audit: a short sha prefix does not match",
+        "watcher/judge/audit.py",
+        "return a.startswith(b) or b.startswith(a)",
+        "return a.startswith(b)",
+        AUDIT_TESTS,
+    ),
+    Mutant(
+        "i32 audit: a closed PR superseded by a merged one reads closed",
+        "watcher/judge/audit.py",
+        'if state == "closed" and row.get("superseded_state") == "merged":',
+        'if state == "closed" and row.get("superseded_state") == "merge":',
+        AUDIT_TESTS,
+    ),
+    Mutant(
+        "i32 audit: a closed-by-author issue reads resolved",
+        "watcher/judge/audit.py",
+        'return "closed", f"closed by its author, nothing merged {_day(row.get(\'updated_at\'))}"',
+        'return "resolved", f"closed by its author, nothing merged {_day(row.get(\'updated_at\'))}"',
+        AUDIT_TESTS,
+    ),
+    Mutant(
+        "i32 audit: the row's side is its weakest link",
+        "watcher/judge/audit.py",
+        'ra.side = max((ls.side for ls in ra.links), key=SIDES.index, default="unread")',
+        'ra.side = min((ls.side for ls in ra.links), key=SIDES.index, default="unread")',
+        AUDIT_TESTS,
+    ),
+    Mutant(
+        "i32 interpolate: ${X:-d} keeps an empty X",
+        "watcher/config/interpolate.py",
+        'missing = value is None or (op.startswith(":") and value == "")',
+        "missing = value is None",
+        INTERPOLATE_TESTS,
+    ),
+    Mutant(
+        "i32 interpolate: ${X-d} treats an empty X as unset",
+        "watcher/config/interpolate.py",
+        'missing = value is None or (op.startswith(":") and value == "")',
+        'missing = value is None or (value == "")',
+        INTERPOLATE_TESTS,
+    ),
+    Mutant(
+        "i32 interpolate: $$ read as a variable",
+        "watcher/config/interpolate.py",
+        'if nxt == "$":',
+        'if nxt == "$$":',
+        INTERPOLATE_TESTS,
+    ),
+    Mutant(
+        "i32 interpolate: ${X:+alt} gives alt when X is unset",
+        "watcher/config/interpolate.py",
+        'return "" if missing else substitute(arg, environ, seen)',
+        'return "" if not missing else substitute(arg, environ, seen)',
+        INTERPOLATE_TESTS,
+    ),
+    Mutant(
+        "i32 composefile: ip:published:target read as published:target",
+        "watcher/config/composefile.py",
+        "if len(parts) == 3:  # ip:published:target (an IPv6 ip keeps its own colons)",
+        "if len(parts) == 4:  # ip:published:target (an IPv6 ip keeps its own colons)",
+        COMPOSEFILE_TESTS,
+    ),
+    Mutant(
+        "i32 composefile: a non-GPU device counted as a GPU",
+        "watcher/config/composefile.py",
+        'if caps and "gpu" not in caps and d.get("driver") != "nvidia":',
+        "if False:",
+        COMPOSEFILE_TESTS,
+    ),
+    Mutant(
+        "i32 composefile: count -1 not read as all GPUs",
+        "watcher/config/composefile.py",
+        'elif str(d.get("count", "all")).lower() == "all" or str(d.get("count")) == "-1":',
+        'elif str(d.get("count", "all")).lower() == "all":',
+        COMPOSEFILE_TESTS,
+    ),
+    Mutant(
+        "i32 session: a round's order never alternates",
+        "watcher/smoke/session.py",
+        "out += [(i, r) for r in (seq if i % 2 == 0 else seq[::-1])]",
+        "out += [(i, r) for r in seq]",
+        SESSION_TESTS,
+    ),
+    Mutant(
+        "i32 session: a compare over budget still chosen",
+        "watcher/smoke/session.py",
+        "if cost <= left:",
+        "if cost <= left + 1:",
+        SESSION_TESTS,
+    ),
+    Mutant(
+        "i32 session: the baseline's cost counts once per compare",
+        "watcher/smoke/session.py",
+        "return 2 * recipe.compare_rounds if recipe.baseline else 1",
+        "return recipe.compare_rounds if recipe.baseline else 1",
+        SESSION_TESTS,
+    ),
+    Mutant(
+        "i32 dispatch: a run for another recipe accepted",
+        "watcher/smoke/dispatch.py",
+        'if doc.get("recipe") != recipe.id:',
+        "if False:",
+        DISPATCH_TESTS,
+    ),
+    Mutant(
+        "i32 dispatch: a run not yet completed settled",
+        "watcher/smoke/dispatch.py",
+        'if run.get("status") != "completed":',
+        'if run.get("status") == "queued":',
+        DISPATCH_TESTS,
+    ),
+    Mutant(
+        "i32 dispatch: a run started by a push accepted",
+        "watcher/smoke/dispatch.py",
+        'if event != "workflow_dispatch":',
+        "if False:",
+        DISPATCH_TESTS,
+    ),
+    Mutant(
+        "i32 shelf: a non-live recipe not marked",
+        "watcher/onboard/shelf.py",
+        "if status in NOT_LIVE:",
+        "if False:",
+        SHELF_TESTS,
+    ),
+    Mutant(
+        "i32 shelf: a one-engine file's service named in the id",
+        "watcher/onboard/shelf.py",
+        "if len(found) > 1:  # two engines in one file: the service tells them apart",
+        "if len(found) > 0:  # two engines in one file: the service tells them apart",
+        SHELF_TESTS,
+    ),
+    Mutant(
+        "i32 adopt tracker: a commit link keyed by its number",
+        "watcher/onboard/adopt_tracker.py",
+        'key = (link.repo.lower(), link.number if link.kind != "commit" else link.ref)',
+        "key = (link.repo.lower(), link.number)",
+        ADOPT_TRACKER_TESTS,
+    ),
+    Mutant(
+        "i32 adopt tracker: a taken id reused",
+        "watcher/onboard/adopt_tracker.py",
+        "if ident not in taken:",
+        "if True:",
+        ADOPT_TRACKER_TESTS,
+    ),
+    Mutant(
+        "i32 tracker page: a CRLF file loses its CR",
+        "watcher/publish/tracker.py",
+        'end = "\\r" if line.endswith("\\r") else ""  # a CRLF file stays CRLF',
+        'end = ""  # a CRLF file stays CRLF',
+        TRACKER_PAGE_TESTS,
+    ),
+    Mutant(
+        "i32 tracker page: a stale read not marked",
+        "watcher/publish/tracker.py",
+        'stale = " (last known; the latest read failed)" if ls.stale else ""',
+        'stale = " (last known; the latest read failed)" if not ls.stale else ""',
+        TRACKER_PAGE_TESTS,
     ),
 ]
 

@@ -56,7 +56,9 @@ def one_launch(python: Path, model: Path, spec: bool, repeats: int, tokens: int)
     )
     procs = RunProcesses(proc.pid, f"bench-{port}")
     try:
-        w = wait_ready(proc, base + "/health", 600, generates=lambda: generation_answered(base))
+        w = wait_ready(
+            proc, base + "/health", 600, generates=lambda by: generation_answered(base, deadline=by)
+        )
         if w.state != "ready":
             raise SystemExit(f"not ready: {w.state} after {w.startup_s:.0f} s ({w.last_error})")
         ready_s = time.monotonic() - started

@@ -7,6 +7,9 @@ that outlives its client); `logs -f` follows that output until the "container" s
 prints the published port from F; `down -v --remove-orphans` kills the project; `ps -a -q`
 lists it while it exists; `image inspect` prints a fixed digest. Every argv is recorded.
 FAKE_COMPOSE_UP_FAIL=1 makes `up` start the service and then fail (a half-started project).
+A service's `restart:` policy (`always`, `unless-stopped`, `on-failure[:N]`) is honoured as
+docker does: the command is started again after it exits (0.3 s back-off), so `logs -f` never
+ends; `inspect --format ... ID` prints `RestartCount State.Status State.ExitCode`.
 
 The file is interpolated as Compose does (its own inside-out resolver, not watcher's: the
 environment `docker compose` got over the `.env` beside the file), and `up` fails like Compose on
@@ -36,10 +39,27 @@ with open(os.path.join(state, "calls.jsonl"), "a") as f:
 args = sys.argv[1:]
 # @@INTERP@@
 SUPERVISOR = """
-import subprocess, sys
-with open(sys.argv[1], "ab") as out:
-    code = subprocess.call(sys.argv[3:], stdout=out, stderr=subprocess.STDOUT)
-open(sys.argv[2], "w").write(str(code))
+import json, os, subprocess, sys, time
+logf, exitf, policy, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+restarts = 0
+def note(status, code):  # what `docker inspect` shows: RestartCount, State.Status, State.ExitCode
+    with open(exitf + ".state.tmp", "w") as f:
+        f.write(json.dumps([restarts, status, code]))
+    os.replace(exitf + ".state.tmp", exitf + ".state")
+while True:
+    note("running", 0)
+    with open(logf, "ab") as out:
+        code = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
+    limit = policy.partition(":")[2]
+    again = policy in ("always", "unless-stopped") or (
+        policy.startswith("on-failure") and code != 0 and (not limit or restarts < int(limit)))
+    if not again:
+        break
+    note("restarting", code)  # docker's back-off before it starts the container again
+    time.sleep(0.3)
+    restarts += 1
+note("exited", code)
+open(exitf, "w").write(str(code))
 """
 
 def alive(pid):
@@ -52,6 +72,15 @@ def alive(pid):
 if args[:2] == ["image", "inspect"]:
     print(json.dumps([{digest!r}]))
     sys.exit(0)
+if args[:1] == ["inspect"]:  # only the fields the compose launcher asks for
+    for name in os.listdir(state):
+        if name.endswith(".pid") and "c0ffee" + name[:-4][-6:] == args[-1]:
+            path = os.path.join(state, name[:-4] + ".exit.state")
+            restarts, status, code = json.load(open(path)) if os.path.exists(path) else [0, "created", 0]
+            print(f"{{restarts}} {{status}} {{code}}")
+            sys.exit(0)
+    print(f"Error: No such object: {{args[-1]}}", file=sys.stderr)
+    sys.exit(1)
 if args[:1] != ["compose"]:
     print("fake docker: unsupported " + " ".join(args), file=sys.stderr)
     sys.exit(125)
@@ -88,7 +117,7 @@ if args[:2] == ["up", "-d"]:
     if "--builds" in cmd:  # a build-aware fake engine is the build its image names
         os.environ["FAKE_DOCKER_IMAGE"] = str(svc.get("image") or "")
     child = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISOR, logf, exitf, *cmd],
+        [sys.executable, "-c", SUPERVISOR, logf, exitf, str(svc.get("restart") or "no"), *cmd],
         start_new_session=True, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
@@ -213,13 +242,16 @@ def calls(state: Path) -> list[list[str]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-def compose_file(path: Path, port: int, *engine_args: str, gpus: str = "count: 1") -> Path:
+def compose_file(
+    path: Path, port: int, *engine_args: str, gpus: str = "count: 1", restart: str = ""
+) -> Path:
     """A compose file whose service `engine` runs the fake engine on `port` (published 1:1)."""
     argv = ["python", "-m", "watcher.fakes.engine", "--port", str(port), *engine_args]
+    policy = f"\n    restart: {restart}" if restart else ""
     text = f"""
 services:
   engine:
-    image: fake/sglang:latest
+    image: fake/sglang:latest{policy}
     command: {json.dumps(argv)}
     ports:
       - "{port}:{port}"

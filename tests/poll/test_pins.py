@@ -15,7 +15,7 @@ from watcher.core.errors import ConfigError
 from watcher.fakes.registry import FakeRegistry
 from watcher.github.client import GitHubClient
 from watcher.judge.pins import AWAITING_PIN, IN_PIN, readiness, view
-from watcher.poll.pins import refresh_pins, resolve, tag_candidates
+from watcher.poll.pins import refresh_pins, resolve, tag_candidates, tracked_fixes
 from watcher.poll.registry import Registry, RegistryError, registry_map
 
 VLLM = "vllm-project/vllm"
@@ -421,3 +421,85 @@ def test_a_digest_pin_keeps_its_commit_when_the_registry_fails_later(
     assert later["resolved"]["sha"] == c  # settled: not asked again
     assert later["liveness"]["exists"] is True and "ReadTimeout" in later["liveness"]["error"]
     assert later["liveness"]["last_seen"] == "2026-09-02T12:00:00Z"  # the day-1 check, kept
+
+
+def test_an_image_built_from_another_repository_names_no_commit_of_ours(tmp_path, fake_github, reg):
+    # Issue 32's mutation set: an image's source label naming someone else's repository (a
+    # fork's build) was trusted for its revision; and github.com's repository names are
+    # matched whatever their case, as GitHub does.
+    gh = fake_github
+    fork = reg.add_image(
+        "ikawrakow/ik_llama.cpp",
+        None,
+        {
+            "org.opencontainers.image.revision": "c" * 40,
+            "org.opencontainers.image.source": "https://github.com/stranger/ik_llama.cpp",
+        },
+    )
+    cased = reg.add_image(
+        "ikawrakow/ik_llama.cpp",
+        None,
+        {
+            "org.opencontainers.image.revision": "d" * 40,
+            "org.opencontainers.image.source": "https://github.com/IKawrakow/IK_llama.cpp.git",
+        },
+    )
+    cfg = _config(
+        tmp_path,
+        _recipe("fork", "ik_llama.cpp", f"ikawrakow/ik_llama.cpp@{fork}")
+        + _recipe("cased", "ik_llama.cpp", f"ikawrakow/ik_llama.cpp@{cased}"),
+        gh_url=gh.url,
+    )
+    with GitHubClient(gh.url, token="test-token") as client, _mapped(reg) as r:
+        got = {rc.id: resolve(recipe_pin(rc), client, r) for rc in cfg.recipes}
+    assert "sha" not in got["fork"]
+    assert got["fork"]["why"] == (
+        f"its image says it was built from https://github.com/stranger/ik_llama.cpp, not {IK}"
+    )
+    assert got["cased"]["sha"] == "d" * 40
+
+
+def test_only_fixes_merged_in_the_pinned_engines_repository_are_compared(tmp_path):
+    # Issue 32's mutation set: a blocker's fix merged in another repository (a kernel library)
+    # was compared against the engine's pin, where its commit can never be.
+    items = f"""
+[[item]]
+id = "engine-fix"
+repo = "{VLLM}"
+kind = "pull"
+number = 1
+
+[[item]]
+id = "kernel-fix"
+repo = "flashinfer-ai/flashinfer"
+kind = "pull"
+number = 2
+"""
+    blockers = '[[blocker]]\nid = "b"\ntitle = "B"\nitems = ["engine-fix", "kernel-fix"]\n'
+    cfg = _config(
+        tmp_path, _recipe("r", "vllm", "vllm/vllm-openai:v0.23.1", '["b"]'), items, blockers
+    )
+    rows = {
+        "engine-fix": {"repo": VLLM, "number": 1, "details": {"merge_commit_sha": "a" * 40}},
+        "kernel-fix": {
+            "repo": "flashinfer-ai/flashinfer",
+            "number": 2,
+            "details": {"merge_commit_sha": "b" * 40},
+        },
+    }
+    fixes = tracked_fixes(cfg, cfg.recipe("r"), rows, VLLM)
+    assert [(f["item"], f["fix_sha"]) for f in fixes] == [("engine-fix", "a" * 40)]
+
+
+def test_an_annotated_tag_resolves_to_the_commit_it_tags(tmp_path, fake_github, reg):
+    # Issue 32's mutation set: every tag in the tests was lightweight, so taking an annotated
+    # tag's own object sha for the commit passed; vLLM's release tags are annotated.
+    gh = fake_github
+    c = gh.add_commit(VLLM, message="release", date="2026-06-01T00:00:00Z")
+    gh.add_tag(VLLM, "v0.24.0", c["sha"], annotated=True)
+    cfg = _config(tmp_path, _recipe("tag", "vllm", "vllm/vllm-openai:v0.24.0"), gh_url=gh.url)
+    with GitHubClient(gh.url, token="test-token") as client, _mapped(reg) as r:
+        got = resolve(recipe_pin(cfg.recipe("tag")), client, r)
+        ref = client.get_json(f"/repos/{VLLM}/git/ref/tags/v0.24.0")
+    assert ref["object"]["type"] == "tag" and ref["object"]["sha"] != c["sha"]
+    assert got["sha"] == c["sha"] and got["tag"] == "v0.24.0"

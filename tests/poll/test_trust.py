@@ -222,3 +222,19 @@ def test_a_quiet_release_records_no_x_to_x_event(gh, tmp_path):
         "SELECT old, new FROM events WHERE kind = 'item' AND old IS NOT NULL"
     ).fetchall()
     assert all(old != new for old, new in rows), rows
+
+
+def test_a_reference_whose_source_names_no_repository_is_never_taken_as_the_items_own(gh, tmp_path):
+    # Issue 32 L2: a malformed answer (no `repository`, no URLs) once read as the item's own
+    # repository, so a merged PR there with that number superseded the item (fail-open).
+    cfg_path = write_config(tmp_path, gh, "full_read_every = 1\n" + config())
+    cycle(cfg_path, gh)
+    gh.add_pull(VLLM, 45001, title="[Bugfix] Marlin pad, again", merged=True)
+    source = {"number": 45001, "title": "[Bugfix] Marlin pad, again", "pull_request": {}}
+    gh.add_timeline_event(VLLM, 40361, {"event": "cross-referenced", "source": {"issue": source}})
+    second = cycle(cfg_path, gh)
+    pad = item_doc(second, "pad")
+    assert pad["superseded_by"] is None and blocker(second) == "blocked"
+    (context,) = pad["evidence"]["referenced_by"]
+    assert context["number"] == 45001 and context["why"] == "names no repository"
+    assert due(cfg_path, second) == []

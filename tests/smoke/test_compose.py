@@ -289,6 +289,37 @@ def test_crashed_service_is_taken_down(tmp_path, docker_env):
     _assert_taken_down(docker_env, doc)
 
 
+def test_a_crash_looping_service_dies_with_its_exit_code_not_a_hang(tmp_path, docker_env):
+    # Issue 32 L10: with `restart: on-failure` the container comes back after each crash, so
+    # `logs -f` never ends; the run once waited out startup_timeout and read as a hang.
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, "--mode", "crash", "--exit-code", "3",
+                 "--log-text", "boom: cuda error", restart="on-failure")  # fmt: skip
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml", startup_timeout=60))
+    began = time.monotonic()
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert time.monotonic() - began < 30  # far from the 60 s a hang would take
+    assert doc["outcome"] == "failed" and doc["signature"] != "hang", doc["reason"]
+    # docker shows the exit code while the container waits to restart; once it runs again the
+    # code is gone (State.ExitCode resets), so either is right, and neither reads as a hang
+    said = "exited with code 3" if doc["exit_code"] == 3 else "crashed"
+    assert doc["exit_code"] in (3, None)
+    assert doc["reason"].startswith(f"its container {said}, and its restart policy "), doc["reason"]
+    assert "boom: cuda error" in Path(doc["log_path"]).read_text()
+    _assert_taken_down(docker_env, doc)
+
+
+def test_a_healthy_service_with_a_restart_policy_passes(tmp_path, docker_env):
+    port = free_port()
+    compose_file(tmp_path / "models" / "c.yml", port, "--ready-delay", "1.5",
+                 restart="unless-stopped")  # fmt: skip
+    cfg = load_config(write_compose_config(tmp_path, "models/c.yml"))
+    doc = run_recipe(cfg, cfg.recipes[0], reading=ON_TARGET)
+    assert doc["outcome"] == "passed", doc["reason"]
+    assert any(c[:1] == ["inspect"] for c in calls(docker_env))  # it was asked, and said no
+    _assert_taken_down(docker_env, doc)
+
+
 def test_hung_service_times_out_and_is_taken_down(tmp_path, docker_env):
     cfg, doc = _run(tmp_path, "--mode", "hang", startup_timeout=1.5)
     assert doc["outcome"] == "timeout"

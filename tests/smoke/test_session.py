@@ -95,3 +95,28 @@ def test_three_candidates_launch_their_baseline_once_within_the_budget(
     docs, _ = run_triggers(cfg, store, ev, [], now, cycle_id=None, at=iso(now))
     assert docs == [] and len(store.smoke_runs()) == 3
     assert store.triggers()["also-fast"]["state"] == "waiting"
+
+
+def test_each_round_runs_in_the_other_order_so_no_recipe_always_runs_on_a_warmer_host(tmp_path):
+    # Issue 32's mutation set: every test had one round, so rounds that never alternated passed.
+    text = (
+        '[watcher]\ndata_dir = "data"\n'
+        '[[item]]\nid = "fix-pr"\nrepo = "up/eng"\nkind = "pull"\nnumber = 1\n'
+        '[[blocker]]\nid = "b1"\ntitle = "B"\nitems = ["fix-pr"]\n'
+        + _recipe("base", 300)
+        + "".join(
+            _recipe(r, 300, "base").replace(
+                "\n[recipe.checks]", "compare_rounds = 3\n[recipe.checks]"
+            )
+            for r in ("fast", "slow")
+        )
+    )
+    cfg = load_watch(tmp_path, text)
+    (s,) = sessions(cfg, [cfg.recipe("fast"), cfg.recipe("slow")])
+    assert s.rounds == 3 and s.launches == 9
+    assert [(i, r.id) for i, r in s.order()] == [
+        (0, "base"), (0, "fast"), (0, "slow"),
+        (1, "slow"), (1, "fast"), (1, "base"),
+        (2, "base"), (2, "fast"), (2, "slow"),
+    ]  # fmt: skip
+    assert launch_cost(cfg.recipe("fast")) == 6

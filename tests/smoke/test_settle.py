@@ -141,3 +141,15 @@ def test_a_result_and_its_trigger_are_stored_together(tmp_path, store, monkeypat
     with pytest.raises(RuntimeError):
         run_triggers(cfg, store, ev, CHANGED, NOW, cycle_id=None, at=iso(NOW), runner=runner)
     assert list(store.triggers()) == ["r1"] and store.smoke_runs() == []
+
+
+def test_a_result_for_another_recipe_is_refused(tmp_path):
+    # Issue 32's mutation set: the recipe check could go and no test noticed (each one's
+    # result.json named the dispatched recipe). Here only the name differs.
+    cfg = gha_cfg(tmp_path)
+    run = {"event": "workflow_dispatch", "head_repository": {"full_name": "org/guide"}}
+    doc = remote_doc({"recipe": "r1", "run_id": "r1-x"})
+    doc["recipe"] = "r9"
+    assert refusal(cfg, cfg.recipe("r1"), run, doc) == (
+        "result.json is for recipe 'r9', dispatched 'r1'"
+    )

@@ -193,9 +193,16 @@ def test_children_ignoring_sigterm_are_killed_and_nothing_is_left(tmp_path):
 
 
 def test_health_200_is_not_ready_until_a_generation_answers(tmp_path):
-    """vLLM's CPU build answers /health 200, then fails the first request and exits."""
+    """vLLM's CPU build answers /health 200, then fails the first request and exits.
+
+    The run ends when the engine dies, not by a clock: with the default 10 s startup_timeout a
+    known failure in the log ended the wait as `fatal` after startup_timeout / 4 = 2.5 s when a
+    loaded machine had not yet seen the engine exit (issue 32); a 60 s timeout leaves 15 s."""
     cfg_path = write_config(
-        tmp_path, engine_command("--ready-delay", "0.2", "--generation-fails"), engine="vllm"
+        tmp_path,
+        engine_command("--ready-delay", "0.2", "--generation-fails"),
+        engine="vllm",
+        startup_timeout=60,
     )
     _, doc = run(cfg_path)
     assert doc["outcome"] == "failed" and doc["stage_reached"] == "launch"

@@ -15,6 +15,7 @@ from kits.smokekit import REPO, alive, engine_command, write_config
 
 from watcher.config.load import load_config
 from watcher.smoke import run as smoke
+from watcher.smoke import sequence
 from watcher.smoke.hardware import Gpu, GpuReading
 from watcher.smoke.launch import GUARD
 from watcher.store.db import Store
@@ -155,6 +156,26 @@ def test_a_stream_that_never_ends_is_a_timeout_by_probe_timeout(tmp_path, endles
     assert time.monotonic() - started < 30
     assert res.outcome == "timeout" and res.signature == "hang", res.reason
     assert "did not finish within probe_timeout (3 s)" in res.reason
+    assert [p for p in pids_from(pid_file) if alive(p)] == []
+
+
+def test_an_engine_that_keeps_being_slow_ends_by_the_runs_one_deadline(tmp_path):
+    """/health answers at once, every generation takes 20 s: the readiness check's generation
+    gets what is left of `startup_timeout` (it once got 60 s of its own, then the probes their
+    `probe_timeout`), so the run ends as `timeout` within `run_bound`, torn down."""
+    pid_file = tmp_path / "pids"
+    command = engine_command("--ready-delay", "0.1", "--slow-generation", "20")
+    cfg_path = write_config(tmp_path, [*command, "--pid-file", str(pid_file)], startup_timeout=2)
+    cfg = load_config(cfg_path)
+    recipe = dataclasses.replace(cfg.recipes[0], probe_timeout=3.0)
+    bound = sequence.run_bound(recipe)
+    assert bound < 20  # the engine's one slow answer would outlast it
+    started = time.monotonic()
+    res = smoke.run_result(cfg, recipe, reading=ON_TARGET)
+    took = time.monotonic() - started
+    assert took < bound, f"the run took {took:.1f} s, past its bound of {bound:.0f} s"
+    assert res.outcome == "timeout" and res.stage_reached == "launch", res.reason
+    assert "not ready after 2 s" in res.reason and "a first generation failed" in res.reason
     assert [p for p in pids_from(pid_file) if alive(p)] == []
 
 

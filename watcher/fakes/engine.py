@@ -12,7 +12,8 @@ default, answers in text like an engine without a tool parser); a long answer (m
 --endless-stream all|tools never ends a streamed answer (no [DONE]).
 --children N spawns N grandchildren (that ignore SIGTERM in ignore-term mode). --tokens-per-s,
 --burst (tokens per chunk) and --ttft set its speed; --generation-fails answers /health but not a
-generation (vLLM's head-size trap). Unknown arguments (the real engine's flags) are accepted and
+generation (vLLM's head-size trap); --slow-generation S holds every completion S seconds before
+its first byte (an engine that keeps being slow). Unknown arguments (the real engine's flags) are accepted and
 ignored.
 
 Builds (for `watcher bisect`): --build names the build this process is (an image ref or a pip
@@ -71,6 +72,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="like vLLM refusing a head size: /health answers 200, the first generation logs "
         "the error, answers 500 and the server exits",
+    )
+    p.add_argument(
+        "--slow-generation",
+        type=float,
+        default=0.0,
+        help="every chat completion waits this long before answering at all",
     )
     p.add_argument("--accept-length", type=float, default=None)
     p.add_argument("--metrics-style", choices=("sglang", "vllm", "none"), default="sglang")
@@ -233,6 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             threading.Timer(0.3, os._exit, (1,)).start()
             return self._json({"error": {"message": "EngineCore encountered an issue."}}, 500)
+        time.sleep(a.slow_generation)
         if req.get("stream"):
             return self._stream(req)
         if req.get("tools") and a.tools == "call":

@@ -20,7 +20,7 @@ import binascii
 import hashlib
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -40,6 +40,21 @@ MAX_COMMITS_SHOWN = 20
 MAX_LINES_SHOWN = 20
 MAX_CODE_FILE_BYTES = 7 * 1024 * 1024  # base64 of it (4/3) fits github.MAX_BODY_BYTES
 MAX_STREAM_PAGES = 50  # a commit stream with no max_pages: 5,000 commits a path, then a warning
+
+
+SLICE_S = 0.25  # how long the main thread waits on a read before it looks at its signals again
+
+
+def _gather(pool: ThreadPoolExecutor, fn, xs) -> list:
+    """`pool.map`'s results in order, waited for in slices. The kernel may hand Ctrl-C to a
+    worker thread; Python then only flags it for the main thread, which a plain wait on a slow
+    read (several 10 s answers) does not see until the read ends. Each slice ends in the
+    interpreter, where the flag raises KeyboardInterrupt at once."""
+    futures = [pool.submit(fn, x) for x in xs]
+    for f in futures:
+        while not f.done():
+            wait([f], timeout=SLICE_S, return_when=FIRST_COMPLETED)
+    return [f.result() for f in futures]
 
 
 @dataclass
@@ -157,16 +172,16 @@ class Poller:
         pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="poll")
         interrupted = False
         try:
-            list(pool.map(lambda k: self.tip(*k, raise_error=False), keys))
-            list(pool.map(self.feed.read, feeds))
+            _gather(pool, lambda k: self.tip(*k, raise_error=False), keys)
+            _gather(pool, self.feed.read, feeds)
             # issues and pulls first when there are streams: their timelines link PRs that
             # rank a stream's commits (else config order, as ever)
             streams = any(i.kind == "commits" for i in items)
             threads = [i for i in items if streams and i.kind in ("issue", "pull")]
             rest = [i for i in items if i not in threads]
-            seen = {o.item_id: o for o in pool.map(self._poll_counted, threads)}
+            seen = {o.item_id: o for o in _gather(pool, self._poll_counted, threads)}
             self.linked = relevance.linked_pulls(threads, self._timelines)
-            seen.update((o.item_id, o) for o in pool.map(self._poll_counted, rest))
+            seen.update((o.item_id, o) for o in _gather(pool, self._poll_counted, rest))
             return {i.id: seen[i.id] for i in items if i.id in seen}
         except KeyboardInterrupt:
             interrupted = True

@@ -44,6 +44,8 @@ def linked_pulls(
     for item in threads:
         events = timelines.get((item.repo.lower(), int(item.number or 0))) or []
         for repo, number, _source in referencing_pulls(events, item):
+            if not repo:
+                continue  # a source that names no repository links nothing
             out.setdefault((repo.lower(), number), f"{item.repo}#{item.number}")
     return out
 

@@ -3,7 +3,8 @@
 A PR that mentions a tracked one counts as superseding it only when it comes from the tracked
 item's own repository (or one the config names in `supersede_from`) and was merged into that
 repository's default branch: anyone can open and merge a PR in their own fork that mentions
-ours. Other referencing PRs are context, shown and never counted. An issue closed as completed
+ours. A reference whose source names no repository (a malformed answer) is never taken for
+the item's own: it is context, like a stranger's. Other referencing PRs are context, shown and never counted. An issue closed as completed
 by its own author, with no merged PR or commit linked to it, is "closed by its author", not
 fixed.
 """
@@ -39,7 +40,8 @@ def trusted(item: Item) -> set[str]:
 
 
 def referencing_pulls(events: list[dict[str, Any]], item: Item) -> list[tuple[str, int, dict]]:
-    """(repo, number, source issue) of each PR that cross-references the item, oldest first."""
+    """(repo, number, source issue) of each PR that cross-references the item, oldest first;
+    repo is "" when the source names none (fail closed: never assumed to be the item's)."""
     out: list[tuple[str, int, dict]] = []
     seen = {(item.repo.lower(), item.number)}
     for ev in events:
@@ -48,7 +50,7 @@ def referencing_pulls(events: list[dict[str, Any]], item: Item) -> list[tuple[st
         source = (ev.get("source") or {}).get("issue") or {}
         if "pull_request" not in source or not source.get("number"):
             continue
-        repo = repo_of(source) or item.repo
+        repo = repo_of(source) or ""
         key = (repo.lower(), int(source["number"]))
         if key in seen:
             continue
@@ -73,6 +75,10 @@ def superseding(
             "title": source.get("title"),
             "url": source.get("html_url"),
         }
+        if not repo:
+            entry.update(state=None, why="names no repository")
+            context.append(entry)
+            continue
         if repo.lower() not in allowed:
             entry.update(state=None, why="not from a trusted repository")
             context.append(entry)

@@ -2,7 +2,10 @@
 
 `docker compose -f FILE -p <run name> up -d SERVICE` starts it detached; `docker compose logs -f`
 streams the service's output into the run's log (and is the process whose death says the
-container stopped); the published port comes from the file or `docker compose port`; probes
+container stopped); a container that its `restart:` policy brings back keeps `logs -f` going, so
+`docker inspect` is asked about once a second for its RestartCount (`ServiceWatch`): a crash loop
+ends the wait as `died` with the exit code, not as a hang after the whole `startup_timeout`;
+the published port comes from the file or `docker compose port`; probes
 run as for any recipe; `docker compose -p <run name> down -v --remove-orphans` ends every run,
 on every exit path (a failed `up`, a runner error, Ctrl-C, SIGTERM of watcher).
 
@@ -17,6 +20,7 @@ import logging
 import re
 import shlex
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,8 +89,12 @@ class Compose:
         # no -f: a project is taken down by name, even if the file changed or vanished meanwhile
         return [*self._base(with_file=False), "down", "-v", "--remove-orphans"]
 
-    def ps(self) -> list[str]:
-        return [*self._base(with_file=False), "ps", "-a", "-q"]
+    def ps(self, service: str | None = None) -> list[str]:
+        return [*self._base(with_file=False), "ps", "-a", "-q", *([service] if service else [])]
+
+    def inspect(self, container: str) -> list[str]:
+        fields = "{{.RestartCount}} {{.State.Status}} {{.State.ExitCode}}"
+        return [self.docker, "inspect", "--format", fields, container]
 
     def image_digest(self, image: str) -> list[str]:
         return [self.docker, "image", "inspect", "--format", "{{json .RepoDigests}}", image]
@@ -147,6 +155,49 @@ def _digest(c: Compose, image: str) -> str | None:
     return str(digests[0]) if isinstance(digests, list) and digests else None
 
 
+UNKNOWN_EXIT = -1  # a crash whose code docker no longer shows (running again): stopped all the same
+
+
+class ServiceWatch:
+    """The service's container as a process for `wait_ready`: stopped when `logs -f` ended, or
+    when docker says it crashed and its restart policy started it again (RestartCount > 0), or
+    it is restarting or exited. Docker is asked at most every `every` seconds."""
+
+    def __init__(self, c: Compose, service: str, logs: subprocess.Popen, env, cwd, every=1.0):
+        self.c, self.service, self.logs, self.env, self.cwd = c, service, logs, env, cwd
+        self.every, self.next = every, 0.0
+        self.container: str | None = None
+        self.crash: tuple[int, int | None] | None = None  # (restarts, last exit code) once seen
+
+    @property
+    def returncode(self) -> int | None:
+        if self.crash is None:
+            return self.logs.returncode
+        return UNKNOWN_EXIT if self.crash[1] is None else self.crash[1]
+
+    def poll(self) -> int | None:
+        if self.crash is None and self.logs.poll() is None and time.monotonic() >= self.next:
+            self.next = time.monotonic() + self.every
+            self.crash = self._ask()
+        return self.returncode if self.crash else self.logs.poll()
+
+    def _ask(self) -> tuple[int, int | None] | None:
+        try:
+            if self.container is None:
+                r = _run(self.c.ps(self.service), 30.0, env=self.env, cwd=self.cwd)
+                self.container = (r.stdout.split() or [None])[0]
+                if self.container is None:
+                    return None
+            r = _run(self.c.inspect(self.container), 30.0)
+            restarts, status, code = r.stdout.split()
+            restarts, code = int(restarts), int(code)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return None  # docker cannot say: `logs -f` still tells when it stops
+        if restarts > 0 or status == "restarting":  # exited/dead: `logs -f` ends and says so
+            return restarts, (code if code or status != "running" else None)
+        return None
+
+
 class ComposeLauncher:
     """A recipe's service from the guide's own compose file (the `Launcher` of a compose recipe)."""
 
@@ -156,6 +207,7 @@ class ComposeLauncher:
         self.c = Compose(self.file, project_name(run_id))
         self.svc: ComposeService | None = None
         self.port = recipe.host_port
+        self.watch: ServiceWatch | None = None
 
     def prepare(self, result: SmokeResult) -> bool:
         """Read the file as `docker compose` will interpolate it (the run's own environment and
@@ -291,12 +343,13 @@ class ComposeLauncher:
                 cwd=cwd,
             )
             result.launch["pid"] = logs_proc.pid
+            self.watch = ServiceWatch(c, svc.service, logs_proc, env, cwd)
             started()
             pump = LogPump(logs_proc.stdout, log_path, classifier)
             pump.start()
             base = f"http://127.0.0.1:{port}"
             wait = wait_ready(
-                logs_proc,
+                self.watch,
                 base + recipe.ready_path,
                 recipe.startup_timeout,
                 watch=pump,
@@ -307,7 +360,7 @@ class ComposeLauncher:
                 probed = probe_ready(base, recipe, wait, result)
                 seen.failures, seen.notes = probed.failures, probed.notes
                 seen.overran = probed.overran
-                if logs_proc.poll() is not None and not seen.failures:
+                if self.watch.poll() is not None and not seen.failures:
                     seen.failures.append("the service's container stopped during the probes")
         except _Stop:
             seen.wait = None
@@ -343,9 +396,19 @@ class ComposeLauncher:
 
     def finish(self, result: SmokeResult, launched: Launched) -> None:
         wait = launched.wait
-        if wait is not None and wait.state == "died":  # `logs -f` ended: the container stopped
+        crash = self.watch.crash if self.watch is not None else None
+        if crash is not None:
+            restarts, code = crash
+            result.set_exit_code(code)
+            said = f"exited with code {code}" if code is not None else "crashed"
+            words = f"its container {said}, and its restart policy " + (
+                f"started it again ({restarts}×) before it became ready"
+                if restarts
+                else "was starting it again before it became ready"
+            )
+        else:
+            words = "its container stopped before becoming ready"
+        if wait is not None and wait.state == "died":  # the container stopped or crash-looped
             result.reason = result.reason.replace(
-                f"exited with code {wait.exit_code} before becoming ready",
-                "its container stopped before becoming ready",
-                1,
+                f"exited with code {wait.exit_code} before becoming ready", words, 1
             )

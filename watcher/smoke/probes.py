@@ -15,11 +15,10 @@ import json
 import os
 import re
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -523,14 +522,17 @@ class Wait:
     last_error: str | None = None  # the ready path answered, a generation did not (yet)
 
 
-def generation_answered(base_url: str, model: str = "", timeout: float = 60.0) -> str | None:
-    """None when the engine generates at least one token for a tiny request, else why not.
+def generation_answered(
+    base_url: str, model: str = "", timeout: float = 60.0, deadline: float | None = None
+) -> str | None:
+    """None when the engine generates at least one token for a tiny request, else why not; by
+    `deadline` (monotonic) at the latest, so the readiness wait keeps its own.
 
     `/health` can answer 200 while the first generation fails (vLLM's CPU attention refusing a
     head size, then exiting), so readiness is a generation, not a status code.
     """
     try:
-        with httpx.Client(base_url=base_url, timeout=timeout, trust_env=False) as client:
+        with bounded_client(base_url, timeout, deadline) as client:
             if not model:
                 r = client.get("/v1/models")
                 data = r.json().get("data") if r.status_code == 200 else None
@@ -559,18 +561,27 @@ def generation_answered(base_url: str, model: str = "", timeout: float = 60.0) -
     return None
 
 
+class Polled(Protocol):
+    """What the wait watches: a process, or something that says when it stopped as one does."""
+
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+
 def wait_ready(
-    proc: subprocess.Popen,
+    proc: Polled,
     url: str,
     timeout: float,
     watch: LogPump | None = None,
     fatal_grace: float = 30.0,
     owner: Callable[[], bool | None] | None = None,
     progress: Callable[[], None] | None = None,
-    generates: Callable[[], str | None] | None = None,
+    generates: Callable[[float], str | None] | None = None,
 ) -> Wait:
-    """Poll `url` until it answers 200 (and, with `generates`, a generation answered), the
-    process dies, or the deadline passes.
+    """Poll `url` until it answers 200 (and, with `generates`, a generation answered by the
+    wait's own deadline, which it is given), the process dies, or the deadline passes: the
+    wait ends within `timeout` and one request's shortest bound (0.2 s), however slow the engine.
 
     With `watch`, a known failure in the log that is not followed by readiness within
     `fatal_grace` seconds ends the wait early (state `fatal`), the engine still running. With
@@ -602,7 +613,7 @@ def wait_ready(
                         return end("died", exit_code=proc.returncode)
                     if owner is not None and owner() is False:
                         return end("foreign", signature=PORT_IN_USE)
-                    err = generates() if generates is not None else None
+                    err = generates(deadline) if generates is not None else None
                     if err is None:
                         last_error = None
                         return end("ready")

@@ -332,7 +332,7 @@ class ArgvLauncher:
                 fatal_grace=min(FATAL_GRACE_S, recipe.startup_timeout / 4),
                 owner=None if container else (lambda: served_by(port, procs)),
                 progress=lambda: shown.update("waiting for the engine", pump.last_line),
-                generates=lambda: generation_answered(base),
+                generates=lambda by: generation_answered(base, deadline=by),
             )
             shown.done()
             seen.wait = wait

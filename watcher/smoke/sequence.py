@@ -19,11 +19,22 @@ from watcher.config.model import Config, Recipe
 from watcher.config.signatures import HANG, all_signatures
 from watcher.smoke.checks import run_checks
 from watcher.smoke.classify import Classifier, describe, tail
-from watcher.smoke.launch import Teardown
+from watcher.smoke.launch import KILL_WAIT, Teardown
 from watcher.smoke.probes import PORT_IN_USE, Probe, Wait, probe
 from watcher.store.smokerun import Metrics, SmokeResult
 
 FATAL_GRACE_S = 30.0  # how long a run may still become ready after logging a known failure
+TEARDOWN_SLACK_S = (
+    KILL_WAIT + 5.0
+)  # past `stop_timeout`: reaping after SIGKILL, the log's last read
+
+
+def run_bound(recipe: Recipe) -> float:
+    """The most one run takes from launch to torn down: readiness with its generation check
+    (`startup_timeout`), probes and checks (`probe_timeout`), teardown (`stop_timeout`, then
+    SIGKILL). Each stage ends by its own deadline, so the run ends by their sum; a compose run
+    adds docker's own bounds (`up` and `down`)."""
+    return recipe.startup_timeout + recipe.probe_timeout + recipe.stop_timeout + TEARDOWN_SLACK_S
 
 
 @dataclass

@@ -27,6 +27,9 @@ class History:
         self.branches: dict[str, str] = {}
         self.default_branch = "main"
         self.tags: dict[str, str] = {}
+        self.annotated: set[str] = (
+            set()
+        )  # tags made with `git tag -a`: their ref names a tag object
         self.blobs: dict[str, bytes] = {}
         self._trees: dict[str, tuple[str, dict[str, tuple[str, list]]]] = {}  # commit -> trees
         self.tree_index: dict[str, tuple[str, str]] = {}  # tree sha -> (commit sha, dir path)

@@ -321,8 +321,11 @@ class GitHubState:
             events.push_event(self, r, before["sha"] if before else None, rec)
             return shapes_git.commit_json(self, r, rec, detail=True)
 
-    def add_tag(self, repo: str, name: str, sha: str | None = None) -> None:
-        """A lightweight tag at `sha` (a full or abbreviated sha; default: the head commit)."""
+    def add_tag(
+        self, repo: str, name: str, sha: str | None = None, *, annotated: bool = False
+    ) -> None:
+        """A tag at `sha` (a full or abbreviated sha; default: the head commit); lightweight, or
+        `annotated` (its git/ref answers a tag object, not the commit, as GitHub does)."""
         with self._lock:
             r = self._repo(repo)
             if not r.git.commits:
@@ -331,6 +334,8 @@ class GitHubState:
             if target is None:
                 raise ValueError(f"no commit {sha} in {repo}")
             r.git.tags[name] = target
+            if annotated:
+                r.git.annotated.add(name)
             events.tag_event(self, r, name)
 
     def set_default_branch(self, repo: str, name: str) -> None:

@@ -6,6 +6,7 @@ tell (`Unknown`, e.g. a replay without that object) is 503, because unknown is n
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from watcher.fakes.github.git import Unknown
@@ -133,11 +134,21 @@ def get_tree(gh: FakeGitHub, ctx: Ctx) -> Reply:
 
 
 def get_ref(gh: FakeGitHub, ctx: Ctx) -> Reply:
-    """git/ref/heads/{branch} or git/ref/tags/{tag}: the commit it points at (tags are light)."""
+    """git/ref/heads/{branch} or git/ref/tags/{tag}: the commit it points at, or for an
+    annotated tag the tag object (whose sha is not the commit's)."""
     with gh._lock:
         r = ctx.repo
         kind, _, name = ctx.params["ref"].partition("/")
         table = {"heads": r.git.branches, "tags": r.git.tags}.get(kind, {})
         if name not in table:
             raise HTTPError(404, "Not Found")
-        return gh._json(ref_json(gh, r, f"refs/{kind}/{name}", table[name]))
+        body = ref_json(gh, r, f"refs/{kind}/{name}", table[name])
+        if kind == "tags" and name in r.git.annotated:
+            tag_sha = hashlib.sha1(f"tag {name} {table[name]}".encode()).hexdigest()
+            url = body["object"]["url"].replace("/git/commits/", "/git/tags/")
+            body["object"] = {
+                "type": "tag",
+                "sha": tag_sha,
+                "url": url.replace(table[name], tag_sha),
+            }
+        return gh._json(body)
