@@ -159,6 +159,7 @@ def test_compiled_templates_are_kept_in_the_data_folder_and_a_changed_one_is_rec
     path.write_text(text)
     cfg = parse_config(text, path)
     render._ENVIRONMENTS.clear()  # a fresh process
+    (tmp_path / "data").mkdir()  # no cache is made before the data folder exists (a dry run)
     assert render.environment(cfg).get_template("probe.md.j2").render(x=1) == "one 1\n"
     cache = render.template_cache_dir(cfg)
     assert cache is not None and cache.is_relative_to(tmp_path / "data")

@@ -261,7 +261,9 @@ def test_errors_never_change_state(gh, tmp_path, fault):
     assert pr["state"] == "open" and pr["stale"] is True and pr["error"] == row["error"]
     # the error is shown, on the page and on the site, next to the kept state
     page = (tmp_path / "P.md").read_text()
-    assert "behind this page needs attention; last fully checked" in page and "(open)" in page
+    assert (
+        "behind this page needs attention; last fully checked" in page and "pull/1): open" in page
+    )  # the kept state
     site = (tmp_path / "site" / "index.html").read_text()
     import html
 

@@ -134,6 +134,8 @@ COMMIT = {
     "files": Opt([{"filename": str, "status": Opt(str), "previous_filename": Opt(str)}]),
 }
 REPO = {"default_branch": str}
+# A git tag's ref (watcher.poll.pins): what it points at, a commit or an annotated tag object.
+GIT_REF = {"ref": str, "object": {"sha": str, "type": str}}
 # The events feed: only what names the item an event is about is read (watcher.poll.events_feed).
 _NUMBERED = Opt({"number": Opt(int)})
 EVENTS = [
@@ -178,6 +180,7 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
     (re.compile(rf"{_REPO}/pulls/\d+"), PULL),
     (re.compile(rf"{_REPO}/releases/latest"), LATEST_RELEASE),
     (re.compile(rf"{_REPO}/releases"), RELEASES),
+    (re.compile(rf"{_REPO}/git/ref/tags/.+"), GIT_REF),
     (re.compile(rf"{_REPO}/git/trees/.+"), TREE),
     (re.compile(rf"{_REPO}/git/blobs/[0-9a-f]+"), BLOB),
     (re.compile(rf"{_REPO}/contents/.*"), CONTENTS),
