@@ -723,3 +723,18 @@ def test_an_automatic_bisect_that_cannot_name_its_builds_says_so(
         assert "name no build watcher can find among sgl-project/sglang's tags" in event["message"]
     finally:
         store.close()
+
+
+def test_a_registry_that_refuses_an_anonymous_read_is_asked_through_docker(
+    tmp_path, fake_github, monkeypatch, registry
+):
+    """A private image: the registry's token realm is refused, so docker's own login is used."""
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    registry.realm = "http://registry.example/token"  # plain http off loopback: refused
+    cfg = write_config(tmp_path, fake_github, tags, [])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert all(p["digest"].startswith("sha256:") and not p["gone"] for p in state["points"])
+    inspected = [json.loads(c) for c in docker_calls(tmp_path) if '"manifest"' in c]
+    assert sorted(c[-1] for c in inspected) == sorted(f"{IMAGE}:{t}" for t in tags)
