@@ -252,17 +252,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
     args = ap.parse_args(argv)
-    try:
-        reg = FakeRegistry(port=args.port)
-    except OSError as e:
-        print(f"error: cannot serve on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
-        return 1
+    images = []
     for ref in args.publish:
         name, sep, tag = ref.rpartition(":")
         if not sep or not name or "/" in tag:
             print(f"error: --publish {ref!r} is not NAME:TAG", file=sys.stderr)
             return 2
-        name = name if "/" in name else f"library/{name}"  # docker's rule for one-part names
+        images.append((name if "/" in name else f"library/{name}", tag))  # docker's rule
+    try:
+        reg = FakeRegistry(port=args.port)
+    except OSError as e:
+        print(f"error: cannot serve on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    for name, tag in images:
         reg.add_image(name, tag, {"org.opencontainers.image.version": tag.removeprefix("v")})
     with reg:
         print(f"export WATCHER_REGISTRY_MAP=docker.io={reg.url}", flush=True)
