@@ -236,7 +236,7 @@ def test_a_gone_middle_build_has_its_neighbour_tried_and_the_range_says_so(
 
     shown = text(state)
     assert f"; between {IMAGE}:v0.1.3 and {IMAGE}:v0.1.5, {IMAGE}:v0.1.4 skipped as gone" in shown
-    assert f"gone (purged from the registry, never run): {IMAGE}:v0.1.4, {IMAGE}:v0.1.7" in shown
+    assert f"gone (no longer published, never run): {IMAGE}:v0.1.4, {IMAGE}:v0.1.7" in shown
     assert "1 between skipped as gone" in summary(state)
     # the dry run lists them before anything runs
     r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.15", "--dry-run",

@@ -45,7 +45,7 @@ class Point:
     tag: str | None = None
     version: str | None = None
     url: str | None = None  # the commit on GitHub
-    digest: str | None = None  # the image's manifest digest (docker), when known
+    digest: str | None = None  # the image's manifest digest, when known
     gone: str | None = None  # why it cannot be tested (it does not exist), or None
     unchecked: str | None = None  # why its existence could not be told (the check failed)
 

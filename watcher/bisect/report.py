@@ -160,8 +160,7 @@ def text(state: dict[str, Any]) -> str:
         lines.append(f"  range: {r['compare_url']} ({r.get('commits_in_range')} commits){between}")
     if r.get("gone"):
         lines.append(
-            "  gone (purged from the registry, never run): "
-            + ", ".join(g["build"] for g in r["gone"])
+            "  gone (no longer published, never run): " + ", ".join(g["build"] for g in r["gone"])
         )
     if r.get("failure"):
         lines.append(f"  failure bisected: {r['failure']}")

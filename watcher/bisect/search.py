@@ -5,10 +5,10 @@ before any run. The search confirms both endpoints first (the good build passes;
 fails, and how it fails — its signature or failed check — is the failure looked for), then
 bisects as mozregression does: a build that cannot be judged (it fails to start for another
 reason, fails differently, or its engine reports another version than its label) is skipped and
-the search goes on around it; a build the registry no longer has (purged) is never run, and when
-it is the middle one its nearest surviving neighbour is tried instead. When watcher knows a candidate commit in the range (a tracked
-pull request's merge commit, a commit a watch rule matched), the builds just after and just
-before it are tried first. Judged steps are capped at ceil(log2 N) + 2 for N builds; every run
+the search goes on around it; a build no longer published (purged) is never run, and when it is
+the middle one its nearest surviving neighbour is tried instead. When watcher knows a candidate
+commit in the range (a tracked pull request's merge commit, a commit a watch rule matched), the
+builds just after and just before it are tried first. Judged steps are capped at ceil(log2 N) + 2 for N builds; every run
 counts against smoke.max_runs_per_day. The state is stored after every step: a bisect stopped
 by the daily budget, a host without the GPU or Ctrl-C resumes with `watcher bisect --resume ID`.
 On the github-actions backend each step is one dispatched run (`watcher smoke --build`), and
