@@ -1,14 +1,15 @@
 """Bisect benchmark: smoke runs per bisect against the budget ceil(log2 N) + 2.
 
-The grid is real (the fake GitHub's tags and compare answers, every build checked through the
-tests' fake `docker manifest inspect`); the search is watcher's own (`watcher.bisect.search.advance`,
+The grid is real (the fake GitHub's tags and compare answers, every build checked on the fake
+OCI registry, one HEAD each, as on Docker Hub); the search is watcher's own (`watcher.bisect.search.advance`,
 the store, the daily budget). Only the smoke run is replaced by a function that passes builds
 before the first bad one and fails after it with the Marlin signature, so every first-bad
 position of every grid size can be tried: N = 4, 16, 64, 200 (one commit per release).
 
 Modes per N: `plain` (every first-bad position), `skips` (each interior build untestable with
-probability 0.1, seeded: it fails with another signature), `candidate` (watcher knows the
-culprit's merge commit). With --real, also one end-to-end `watcher bisect` per N through the
+probability 0.1, seeded: it fails with another signature), `gone` (each interior build purged
+from the registry with probability 0.1, seeded: never run, stepped around), `candidate`
+(watcher knows the culprit's merge commit). With --real, also one end-to-end `watcher bisect` per N through the
 fake docker and the fake engine (real processes), with wall time.
 
     python bench/bisect_runs.py [--real] [--sizes 4,16,64,200]
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from kits.bisectkit import seed_releases, write_config  # noqa: E402
+from kits.bisectkit import published, seed_releases, write_config  # noqa: E402
 from kits.smokekit import RTX3090, fake_docker, fake_nvidia_smi  # noqa: E402
 
 from watcher.bisect import search as bs  # noqa: E402
@@ -78,9 +79,11 @@ def make_grid(tmp: Path, n: int):
     return gh, cfg, store, state, rel, grid_s
 
 
-def one(cfg, store, base, first_bad, broken, candidate=None):
+def one(cfg, store, base, first_bad, broken, candidate=None, gone=()):
     state = copy.deepcopy(base)
     state["id"] = bs.new_bisect_id("fake")
+    for i in gone:
+        state["points"][i]["gone"] = "purged (bench)"
     if candidate is not None:
         state["candidate"] = {"index": candidate, "sha": state["points"][candidate]["sha"]}
         state["candidate_done"] = False
@@ -92,8 +95,11 @@ def one(cfg, store, base, first_bad, broken, candidate=None):
     return r["runs"], r["steps_judged"], r["exact"], found
 
 
+MODES = ("plain", "skips", "gone", "candidate")
+
+
 def bench_size(n: int, real: bool) -> dict:
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, published():
         tmp = Path(d)
         bin_dir = tmp / "bin"
         fake_docker(bin_dir)
@@ -105,15 +111,19 @@ def bench_size(n: int, real: bool) -> dict:
         budget = base["budget"]
         rows = {}
         positions = list(range(1, n))
-        for mode in ("plain", "skips", "candidate"):
-            runs, judged, exact, found = [], [], 0, 0
+        for mode in MODES:
+            runs, judged, exact, found, spare = [], [], 0, 0, 0
             rng = random.Random(n)
             for b in positions:
-                broken = set()
+                broken, gone = set(), set()
                 if mode == "skips":
                     broken = {i for i in range(1, n - 1) if rng.random() < 0.1 and i != b}
+                if mode == "gone":
+                    gone = {i for i in range(1, n - 1) if rng.random() < 0.1 and i != b}
                 cand = b if mode == "candidate" else None
-                r, j, e, f = one(cfg, store, base, b, broken, cand)
+                r, j, e, f = one(cfg, store, base, b, broken, cand, gone)
+                # the bound: budget judged runs plus one per untestable build that ran
+                spare += r <= budget + len(broken)
                 runs.append(r)
                 judged.append(j)
                 exact += e
@@ -126,6 +136,7 @@ def bench_size(n: int, real: bool) -> dict:
                 "over_budget": sum(1 for j in judged if j > budget),
                 "exact": exact,
                 "found": found,
+                "within_bound": spare,
             }
         out = {"N": n, "budget": budget, "grid_s": round(grid_s, 2), **rows}
         store.close()
@@ -164,18 +175,18 @@ def main() -> None:
     args = ap.parse_args()
     print(
         f"{'N':>4} {'budget':>6} {'mode':>9} {'bisects':>7} {'runs max':>8} {'mean':>6}"
-        f" {'judged max':>10} {'over':>4} {'exact':>5} {'found':>5}"
+        f" {'judged max':>10} {'over':>4} {'exact':>5} {'found':>5} {'in bound':>8}"
     )
     for n in (int(x) for x in args.sizes.split(",")):
         r = bench_size(n, args.real)
-        for mode in ("plain", "skips", "candidate"):
+        for mode in MODES:
             m = r[mode]
             print(
                 f"{n:>4} {r['budget']:>6} {mode:>9} {m['bisects']:>7} {m['runs_max']:>8}"
                 f" {m['runs_mean']:>6} {m['judged_max']:>10} {m['over_budget']:>4}"
-                f" {m['exact']:>5} {m['found']:>5}"
+                f" {m['exact']:>5} {m['found']:>5} {m['within_bound']:>8}"
             )
-        print(f"     grid of {n} builds from the fake GitHub + manifest checks: {r['grid_s']} s")
+        print(f"     grid of {n} builds from the fake GitHub + registry checks: {r['grid_s']} s")
         if "real" in r:
             x = r["real"]
             print(

@@ -977,13 +977,16 @@ def bisect(
             if as_json:
                 click.echo(json.dumps(state, indent=2, sort_keys=True, ensure_ascii=False))
             else:
+                gone = sum(1 for p in state["points"] if p.get("gone"))
+                present = f"{gone} gone (skipped, never run)" if gone else "all present"
                 click.echo(
-                    f"{len(state['points'])} builds, all present; budget {state['budget']} judged"
+                    f"{len(state['points'])} builds, {present}; budget {state['budget']} judged"
                     f" steps x {state['repeat']} run(s); nothing run (--dry-run)"
                 )
                 for p in state["points"]:
+                    made = f"gone: {p['gone']}" if p.get("gone") else p.get("digest") or ""
                     click.echo(
-                        f"  {p['index'] + 1:>3}. {p['build']}  {p['sha'][:12]}  {p['date']}  {p.get('digest') or ''}"
+                        f"  {p['index'] + 1:>3}. {p['build']}  {p['sha'][:12]}  {p['date']}  {made}"
                     )
                 if state["candidate"]:
                     c = state["candidate"]

@@ -180,15 +180,90 @@ def test_candidate_commit_range_found_in_two_runs(tmp_path, fake_github, monkeyp
     )
 
 
-def test_gone_builds_are_named_before_any_run(tmp_path, fake_github, monkeypatch):
-    gone = setup(monkeypatch, tmp_path)
+def docker_runs(tmp_path) -> list[str]:
+    """The images the fake docker was asked to run, in order."""
+    calls = [json.loads(line) for line in docker_calls(tmp_path)]
+    return [a[a.index("python") - 1] for a in calls if a[:1] == ["run"]]
+
+
+def docker_calls(tmp_path) -> list[str]:
+    path = tmp_path / "docker-state" / "calls.jsonl"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_purged_build_inside_the_range_is_skipped_never_run(
+    tmp_path, fake_github, monkeypatch, registry
+):
+    """Issue 33 item 7: one purged build in 16 no longer stops the bisect (it refused to start)."""
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 16)]
+    registry.purge(IMAGE, "v0.1.4")
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.11"])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.15")
+    assert r.exit_code == 0, r.stderr
+    rep = state["report"]
+    assert rep["exact"] and rep["after"]["build"] == f"{IMAGE}:v0.1.11"
+    assert (
+        rep["gone"] == [{"build": f"{IMAGE}:v0.1.4", "why": state["points"][4]["gone"]}]
+        and "answered 404" in rep["gone"][0]["why"]
+    )
+    assert rep["steps_judged"] <= budget_for(16) and rep["runs"] == len(state["steps"])
+    assert f"{IMAGE}:v0.1.4" not in docker_runs(tmp_path)
+    # existence was asked of the registry, one HEAD per build; docker was never asked
+    heads = [q for q in registry.requests if q["method"] == "HEAD" and q["status"] in (200, 404)]
+    assert len(heads) == 16
+    assert not any(json.loads(c)[:1] == ["manifest"] for c in docker_calls(tmp_path))
+
+
+def test_a_gone_middle_build_has_its_neighbour_tried_and_the_range_says_so(
+    tmp_path, fake_github, monkeypatch, registry
+):
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 16)]
+    for tag in ("v0.1.7", "v0.1.4"):  # the first middle, and the build just before the first bad
+        registry.purge(IMAGE, tag)
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.5"])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.15")
+    assert [s["index"] for s in state["steps"]][:3] == [0, 15, 6]  # 7 is gone: its neighbour
+    rep = state["report"]
+    assert (
+        rep["before"]["build"] == f"{IMAGE}:v0.1.3" and rep["after"]["build"] == f"{IMAGE}:v0.1.5"
+    )
+    assert rep["gone_in_range"] == [f"{IMAGE}:v0.1.4"] and rep["exact"] and r.exit_code == 0
+    assert rep["runs"] <= budget_for(16)  # gone builds cost no run
+    assert not {f"{IMAGE}:v0.1.7", f"{IMAGE}:v0.1.4"} & set(docker_runs(tmp_path))
+    from watcher.bisect.report import summary, text
+
+    shown = text(state)
+    assert f"; between {IMAGE}:v0.1.3 and {IMAGE}:v0.1.5, {IMAGE}:v0.1.4 skipped as gone" in shown
+    assert f"gone (no longer published, never run): {IMAGE}:v0.1.4, {IMAGE}:v0.1.7" in shown
+    assert "1 between skipped as gone" in summary(state)
+    # the dry run lists them before anything runs
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.15", "--dry-run",
+                "--config", str(cfg))  # fmt: skip
+    assert r.stdout.startswith("16 builds, 2 gone (skipped, never run); budget 6")
+    assert (
+        f"    8. {IMAGE}:v0.1.7" in r.stdout
+        and "gone: docker.io/lmsysorg/sglang:v0.1.7 answered 404" in r.stdout
+    )
+
+
+def test_a_gone_end_or_an_unanswering_registry_stops_it_before_any_run(
+    tmp_path, fake_github, monkeypatch, registry
+):
+    setup(monkeypatch, tmp_path)
     tags = [r["tag"] for r in seed_releases(fake_github, 6)]
-    gone.write_text(f"{IMAGE}:v0.1.2\n{IMAGE}:v0.1.4\n")
+    registry.purge(IMAGE, "v0.1.5")
     cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.3"])
     r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.5", "--config", str(cfg))
     assert r.exit_code == 1
-    assert "not started: 2 of 6 builds" in r.stderr
-    assert f"{IMAGE}:v0.1.2 (no such manifest" in r.stderr and f"{IMAGE}:v0.1.4" in r.stderr
+    assert "not started: an end of the range is gone" in r.stderr
+    assert f"{IMAGE}:v0.1.5 (docker.io/lmsysorg/sglang:v0.1.5 answered 404" in r.stderr
+    monkeypatch.setenv("WATCHER_REGISTRY_MAP", "docker.io=http://127.0.0.1:9")  # nothing listens
+    monkeypatch.setenv("PATH", str(tmp_path / "no-docker"))  # and no docker to fall back on
+    r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.4", "--config", str(cfg))
+    assert r.exit_code == 1 and "exist could not be checked" in r.stderr
+    assert "the registry did not answer" in r.stderr
     assert smoke_runs(cfg) == []
 
 
@@ -355,10 +430,15 @@ def test_wheel_builds_checked_against_the_index(tmp_path, fake_github, monkeypat
     args = ["--bad-from", "0.1.4"]
     cfg = write_config(tmp_path, fake_github, versions, args, source=source, docker=False)
     assert '"--build", "{build}"' in cfg.read_text() and '"docker"' not in cfg.read_text()
-    publish(versions[:2] + versions[3:])  # 0.1.2 was yanked
+    publish(versions[:2] + versions[3:5])  # 0.1.2 was yanked, 0.1.5 not yet published
     r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.5", "--config", str(cfg))
-    assert r.exit_code == 1 and "not started: 1 of 6 builds" in r.stderr
-    assert "sglang==0.1.2 (sglang 0.1.2 is not on" in r.stderr and smoke_runs(cfg) == []
+    assert r.exit_code == 1 and "not started: an end of the range is gone" in r.stderr
+    assert "sglang==0.1.5 (sglang 0.1.5 is not on" in r.stderr and smoke_runs(cfg) == []
+    publish(versions[:2] + versions[3:])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.5")
+    assert r.exit_code == 0, r.stderr
+    assert state["report"]["gone"][0]["build"] == "sglang==0.1.2"
+    assert "sglang==0.1.2" not in [s["build"] for s in state["steps"]]
     publish(versions)
     r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.5")
     assert r.exit_code == 0, r.stderr
@@ -643,3 +723,18 @@ def test_an_automatic_bisect_that_cannot_name_its_builds_says_so(
         assert "name no build watcher can find among sgl-project/sglang's tags" in event["message"]
     finally:
         store.close()
+
+
+def test_a_registry_that_refuses_an_anonymous_read_is_asked_through_docker(
+    tmp_path, fake_github, monkeypatch, registry
+):
+    """A private image: the registry's token realm is refused, so docker's own login is used."""
+    setup(monkeypatch, tmp_path)
+    tags = [r["tag"] for r in seed_releases(fake_github, 4)]
+    registry.realm = "http://registry.example/token"  # plain http off loopback: refused
+    cfg = write_config(tmp_path, fake_github, tags, [])
+    r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.3", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert all(p["digest"].startswith("sha256:") and not p["gone"] for p in state["points"])
+    inspected = [json.loads(c) for c in docker_calls(tmp_path) if '"manifest"' in c]
+    assert sorted(c[-1] for c in inspected) == sorted(f"{IMAGE}:{t}" for t in tags)

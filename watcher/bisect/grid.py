@@ -4,8 +4,11 @@ What can be tested is what the engine published, not every commit. The grid come
 the compare API lists the commits between the two refs (oldest first); `[recipe.source] every`
 says which of them have a build (each release tag, each commit, or the last commit of each UTC
 day, as nightlies are built), and the source's template names each build. Every point is then
-checked to exist (`docker manifest inspect` through the same `docker` the smoke runner uses, or
-the package index for wheels), so a bisect that cannot finish never starts.
+checked to exist before any run: an image by one anonymous `HEAD` of its manifest on the
+registry (poll.registry, no docker needed; `docker manifest inspect` only where the registry
+refuses an anonymous read, for a private image), a wheel on its package index. A purged build
+(a 404) is marked gone and the search steps around it; a registry that cannot say stops the
+bisect before it starts.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -20,7 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 from watcher.config.model import Source
+from watcher.config.pins import parse_image
 from watcher.core.errors import WatcherError
+from watcher.poll.registry import Registry, RegistryError, Unreachable
 from watcher.smoke.launch import docker
 
 log = logging.getLogger("watcher.bisect")
@@ -39,8 +45,9 @@ class Point:
     tag: str | None = None
     version: str | None = None
     url: str | None = None  # the commit on GitHub
-    digest: str | None = None  # the image's manifest digest (docker), when known
+    digest: str | None = None  # the image's manifest digest, when known
     gone: str | None = None  # why it cannot be tested (it does not exist), or None
+    unchecked: str | None = None  # why its existence could not be told (the check failed)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,6 +62,10 @@ class Grid:
     @property
     def gone(self) -> list[Point]:
         return [p for p in self.points if p.gone]
+
+    @property
+    def unchecked(self) -> list[Point]:
+        return [p for p in self.points if p.unchecked]
 
 
 def _date(commit: dict[str, Any]) -> str | None:
@@ -193,23 +204,27 @@ def _wheel_check(source: Source, points: list[Point]) -> None:
                 url = req.split(" @ ", 1)[1].strip()
                 try:
                     r = http.head(url, timeout=20.0, follow_redirects=True)
-                    p.gone = None if r.status_code == 200 else f"{url} answered {r.status_code}"
                 except httpx.HTTPError as e:
-                    p.gone = f"{url}: {e}"
+                    p.unchecked = f"{url}: {e}"
+                    continue
+                if r.status_code in (404, 410):
+                    p.gone = f"{url} answered {r.status_code}"
+                elif r.status_code != 200:
+                    p.unchecked = f"{url} answered {r.status_code}"
                 continue
             m = re.match(r"^\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;]+)", req)
             if not m:
-                p.gone = f"cannot check {req!r}: use 'name==version' or 'name @ URL'"
+                p.unchecked = f"cannot check {req!r}: use 'name==version' or 'name @ URL'"
                 continue
             project, version = m.groups()
             if not source.index:
-                p.gone = "no [recipe.source] index to check the wheel against"
+                p.unchecked = "no [recipe.source] index to check the wheel against"
                 continue
             files = listings.get(project)
             if files is None:
                 files = listings[project] = _index_files(source.index, project, http)
             if isinstance(files, str):
-                p.gone = files
+                p.unchecked = files
                 continue
             stem = re.sub(r"[-_.]+", "_", project).lower()
             ok = any(f.lower().startswith(f"{stem}-{version.lower()}") for f in files) or any(
@@ -219,14 +234,46 @@ def _wheel_check(source: Source, points: list[Point]) -> None:
             p.digest = None
 
 
-def check_points(source: Source, points: list[Point], workers: int = 8) -> None:
-    """Set each point's `digest` (docker) or `gone` (why it cannot be had), in place."""
+def _image_check(p: Point, registry: Registry) -> None:
+    """One HEAD on the registry: a 404 is gone; a refusal falls back to docker's credentials."""
+    parsed = parse_image(p.build)
+    if isinstance(parsed, str):
+        p.unchecked = f"not an image reference: {parsed}"
+        return
+    host, name, tag, digest = parsed
+    ref = digest or tag or "latest"
+    try:
+        head = registry.head(host, name, ref)
+    except Unreachable as e:
+        p.unchecked = f"the registry did not answer: {e}"
+        return
+    except RegistryError as e:
+        if shutil.which("docker") is None:
+            p.unchecked = f"the registry refused an anonymous read: {e}"
+            return
+        p.digest, why = manifest_digest(p.build)  # a private image: docker's login may read it
+        if why is not None:
+            p.unchecked = f"the registry refused ({e}) and docker manifest inspect: {why}"
+        return
+    if head.exists:
+        p.digest = head.digest
+    else:
+        p.gone = f"{host}/{name}:{ref} answered 404 (no such manifest: purged or never built)"
+
+
+def check_points(
+    source: Source, points: list[Point], workers: int = 8, registry: Registry | None = None
+) -> None:
+    """Set each point's `digest` (an image's), `gone` (a 404: it does not exist) or `unchecked`
+    (the check could not tell), in place."""
     if source.requirement:
         _wheel_check(source, points)
         return
-
-    def one(p: Point) -> None:
-        p.digest, p.gone = manifest_digest(p.build)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(one, points))
+    own = registry is None
+    reg = registry or Registry()
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda p: _image_check(p, reg), points))
+    finally:
+        if own:
+            reg.close()

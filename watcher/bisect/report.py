@@ -35,16 +35,19 @@ def report(cfg: Config, store: Store, state: dict[str, Any]) -> dict[str, Any]:
     lo, hi = state["lo"], state["hi"]
     fix = state["mode"] == "find-fix"
     done = state["status"] == "done" and 0 in steps and len(state["points"]) - 1 in steps
+    inside = range(lo + 1, hi)
+    gone = [state["points"][i]["build"] for i in inside if state["points"][i].get("gone")]
     untested = [
         state["points"][i]["build"]
-        for i in range(lo + 1, hi)
+        for i in inside
         if steps.get(i, {}).get("verdict") not in ("pass", "fail")
     ]
     out: dict[str, Any] = {
         "status": state["status"],
         "message": state.get("message") or "",
         "mode": state["mode"],
-        "exact": done and hi - lo == 1,
+        # exact: no build that still exists lies between the two ends
+        "exact": done and len(untested) == len(gone),
         "builds": len(state["points"]),
         "budget": state["budget"],
         "steps_judged": sum(1 for s in state["steps"] if s["verdict"] in ("pass", "fail")),
@@ -57,6 +60,8 @@ def report(cfg: Config, store: Store, state: dict[str, Any]) -> dict[str, Any]:
             if s["verdict"] not in ("pass", "fail")
         ],
         "untested_in_range": untested,
+        "gone_in_range": gone,
+        "gone": [{"build": p["build"], "why": p["gone"]} for p in state["points"] if p.get("gone")],
     }
     if not done:
         return out
@@ -112,6 +117,8 @@ def summary(state: dict[str, Any]) -> str:
     r = state.get("report") or {}
     if r.get("before"):
         exact = "" if r.get("exact") else " (not narrowed to one build)"
+        if r.get("gone_in_range"):
+            exact += f", {len(r['gone_in_range'])} between skipped as gone"
         tracked = (
             "; " + "; ".join(t["line"] for t in r.get("tracked") or []) if r.get("tracked") else ""
         )
@@ -144,15 +151,28 @@ def text(state: dict[str, Any]) -> str:
                 f" from {p.get('date')}; {p.get('installed') or 'not verified'}"
             )
     if r.get("compare_url"):
-        lines.append(f"  range: {r['compare_url']} ({r.get('commits_in_range')} commits)")
+        between = ""
+        if r.get("gone_in_range"):
+            between = (
+                f"; between {r['before']['build']} and {r['after']['build']},"
+                f" {', '.join(r['gone_in_range'])} skipped as gone"
+            )
+        lines.append(f"  range: {r['compare_url']} ({r.get('commits_in_range')} commits){between}")
+    if r.get("gone"):
+        lines.append(
+            "  gone (no longer published, never run): " + ", ".join(g["build"] for g in r["gone"])
+        )
     if r.get("failure"):
         lines.append(f"  failure bisected: {r['failure']}")
     for t in r.get("tracked") or []:
         lines.append(f"  {t['line']}: {t.get('title')}")
     for c in r.get("flagged") or []:
         lines.append(f"  flagged by {', '.join(c['rules'])}: {c['sha'][:12]} {c['subject']}")
-    if r.get("untested_in_range"):
-        lines.append(f"  not judged inside the range: {', '.join(r['untested_in_range'])}")
+    judged_not = [
+        b for b in r.get("untested_in_range") or [] if b not in r.get("gone_in_range", [])
+    ]
+    if judged_not:
+        lines.append(f"  not judged inside the range: {', '.join(judged_not)}")
     lines.append("  steps:")
     for n, s in enumerate(state["steps"], 1):
         logs = ", ".join(x for x in s.get("logs") or [] if x)

@@ -5,9 +5,10 @@ before any run. The search confirms both endpoints first (the good build passes;
 fails, and how it fails — its signature or failed check — is the failure looked for), then
 bisects as mozregression does: a build that cannot be judged (it fails to start for another
 reason, fails differently, or its engine reports another version than its label) is skipped and
-the search goes on around it. When watcher knows a candidate commit in the range (a tracked
-pull request's merge commit, a commit a watch rule matched), the builds just after and just
-before it are tried first. Judged steps are capped at ceil(log2 N) + 2 for N builds; every run
+the search goes on around it; a build no longer published (purged) is never run, and when it is
+the middle one its nearest surviving neighbour is tried instead. When watcher knows a candidate
+commit in the range (a tracked pull request's merge commit, a commit a watch rule matched), the
+builds just after and just before it are tried first. Judged steps are capped at ceil(log2 N) + 2 for N builds; every run
 counts against smoke.max_runs_per_day. The state is stored after every step: a bisect stopped
 by the daily budget, a host without the GPU or Ctrl-C resumes with `watcher bisect --resume ID`.
 On the github-actions backend each step is one dispatched run (`watcher smoke --build`), and
@@ -209,7 +210,9 @@ def plan(
 ) -> dict[str, Any]:
     """A new bisect's state: its grid (each build checked to exist) and what it will try first.
 
-    Raises WatcherError before any run when it cannot finish (a build gone, a range too long).
+    Raises WatcherError before any run when it cannot finish (an end gone, a build whose
+    existence could not be checked, a range too long); a gone build inside the range is kept,
+    marked, and never run: the search steps around it.
     """
     if recipe.source is None:
         raise WatcherError(
@@ -221,12 +224,19 @@ def plan(
     points = [p.as_dict() for p in grid.points]
     if len(points) < 2:
         raise WatcherError(f"{good} and {bad} are the same build: nothing to bisect")
-    gone = [p for p in grid.points if p.gone]
-    if gone:
-        listed = "; ".join(f"{p.build} ({p.gone})" for p in gone)
+    unchecked = grid.unchecked
+    if unchecked:
+        listed = "; ".join(f"{p.build} ({p.unchecked})" for p in unchecked)
         raise WatcherError(
-            f"not started: {len(gone)} of {len(points)} builds between {old} and {new} are gone,"
-            f" so the bisect could not finish: {listed}"
+            f"not started: whether {len(unchecked)} of {len(points)} builds between {old} and"
+            f" {new} exist could not be checked: {listed}"
+        )
+    ends = [p for p in (grid.points[0], grid.points[-1]) if p.gone]
+    if ends:
+        listed = "; ".join(f"{p.build} ({p.gone})" for p in ends)
+        raise WatcherError(
+            f"not started: an end of the range is gone, and a bisect needs both: {listed};"
+            " give a --good or --bad whose build still exists"
         )
     line = [(grid.points[0].sha)] + [c["sha"] for c in grid.commits]
     position = {sha: i for i, sha in enumerate(line)}
@@ -311,14 +321,18 @@ def next_index(state: dict[str, Any]) -> int | None:
     cand = state.get("candidate")
     if cand and not state["candidate_done"]:
         for i in (cand["index"], cand["index"] - 1):
-            if lo < i < hi and i not in tested:
+            if lo < i < hi and i not in tested and not _gone(state, i):
                 return i
         state["candidate_done"] = True
-    open_ = [i for i in range(lo + 1, hi) if i not in tested]
+    open_ = [i for i in range(lo + 1, hi) if i not in tested and not _gone(state, i)]
     if not open_:
         return None
-    mid = (lo + hi) // 2
+    mid = (lo + hi) // 2  # when the middle build is gone, its nearest surviving neighbour
     return min(open_, key=lambda i: (abs(i - mid), i))
+
+
+def _gone(state: dict[str, Any], i: int) -> bool:
+    return bool(state["points"][i].get("gone"))
 
 
 def judged_steps(state: dict[str, Any]) -> int:

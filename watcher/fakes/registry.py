@@ -3,14 +3,23 @@ by tag and by digest (HEAD and GET, `Docker-Content-Digest`, `ETag` / `If-None-M
 blobs with labels, the anonymous bearer-token flow (401 + `WWW-Authenticate: Bearer realm=…`,
 then a token endpoint), 404 `MANIFEST_UNKNOWN` for a purged tag, and a simple package index
 (PEP 691 JSON). Faults for the hostile tests: a hang, a lying digest, an oversized answer.
+
+As a command, for trying `watcher bisect` or `watcher pins` by hand (docs/bisect.md's worked
+example): it publishes the named images, prints the WATCHER_REGISTRY_MAP to export, and serves
+until interrupted.
+
+    python -m watcher.fakes.registry --port 5000 --publish lmsysorg/sglang:v0.1.{0..15}
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
 import secrets
+import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,7 +45,7 @@ class Repo:
 class FakeRegistry:
     """Start with `with FakeRegistry() as reg:`; `reg.url` is its base URL."""
 
-    def __init__(self, auth: bool = True):
+    def __init__(self, auth: bool = True, port: int = 0):
         self.auth = auth
         self.repos: dict[str, Repo] = {}
         self.packages: dict[str, list[str]] = {}  # normalized project -> file names
@@ -48,7 +57,7 @@ class FakeRegistry:
         self.hang_seconds = 30.0
         self.realm: str | None = None  # where the 401 challenge sends clients for a token
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -228,3 +237,50 @@ def _handler(reg: FakeRegistry):
             self._serve("HEAD")
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m watcher.fakes.registry", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--publish",
+        nargs="+",
+        default=[],
+        metavar="NAME:TAG",
+        help="images to publish (docker.io names: lmsysorg/sglang:v0.1.0); any other tag is a 404",
+    )
+    ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
+    args = ap.parse_args(argv)
+    images = []
+    for ref in args.publish:
+        name, sep, tag = ref.rpartition(":")
+        if not sep or not name or "/" in tag:
+            print(f"error: --publish {ref!r} is not NAME:TAG", file=sys.stderr)
+            return 2
+        images.append((name if "/" in name else f"library/{name}", tag))  # docker's rule
+    try:
+        reg = FakeRegistry(port=args.port)
+    except OSError as e:
+        print(f"error: cannot serve on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    for name, tag in images:
+        reg.add_image(name, tag, {"org.opencontainers.image.version": tag.removeprefix("v")})
+    with reg:
+        print(f"export WATCHER_REGISTRY_MAP=docker.io={reg.url}", flush=True)
+        print(
+            f"fake registry on {reg.url} ({len(args.publish)} images); Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
+        done = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: done.set())
+        try:
+            done.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

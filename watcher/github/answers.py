@@ -199,6 +199,54 @@ ENDPOINTS: list[tuple[re.Pattern[str], Any]] = [
 ]
 
 
+# ------------------------------------------------------------------ what is kept
+# A compare answer is the one that grows with a busy branch (every commit in full, every file
+# with its patch: megabytes at GitHub's 250-commit cap) and it is cached whole as an ETag body.
+# Only the fields something reads are kept, in the answer and in the cache alike: heads (files,
+# total_commits, the last sha), pins and tags (status), bisect's grid and commit rules (each
+# commit's sha, url, message, dates).
+_PERSON = {"name": None, "email": None, "date": None}
+_COMMIT_KEPT = {
+    "sha": None,
+    "html_url": None,
+    "commit": {"message": None, "author": _PERSON, "committer": _PERSON},
+    "author": {"login": None},
+    "parents": [{"sha": None}],
+}
+COMPARE_KEPT = {
+    "status": None,
+    "html_url": None,
+    "total_commits": None,
+    "ahead_by": None,
+    "behind_by": None,
+    "base_commit": _COMMIT_KEPT,
+    "merge_base_commit": {"sha": None},
+    "commits": [_COMMIT_KEPT],
+    "files": [{"filename": None, "previous_filename": None, "status": None}],
+}
+KEPT: list[tuple[re.Pattern[str], Any]] = [(re.compile(rf"{_REPO}/compare/.+"), COMPARE_KEPT)]
+
+
+def kept(data: Any, keep: Any) -> Any:
+    """`data` with only the keys `keep` names (None: the value whole; a dict: those keys, each
+    by its own rule; a one-item list: each element by that rule)."""
+    if keep is None:
+        return data
+    if isinstance(keep, list):
+        return [kept(v, keep[0]) for v in data] if isinstance(data, list) else data
+    if isinstance(data, dict):
+        return {k: kept(data[k], sub) for k, sub in keep.items() if k in data}
+    return data
+
+
+def keep_for(path: str) -> Any:
+    """What is kept of the answer at an API path, or None: all of it."""
+    for pattern, keep in KEPT:
+        if pattern.fullmatch(path.rstrip("/")):
+            return keep
+    return None
+
+
 def spec_for(path: str) -> Any:
     """The shape expected at an API path (the part after the base URL), or None if unknown."""
     for pattern, spec in ENDPOINTS:

@@ -41,7 +41,7 @@ from watcher.config.model import DEFAULT_API_URL, Config
 from watcher.core.clock import iso, utcnow
 from watcher.core.errors import GitHubError
 from watcher.core.token import github_token
-from watcher.github.answers import BadAnswer, check, clean, spec_for
+from watcher.github.answers import BadAnswer, check, clean, keep_for, kept, spec_for
 from watcher.github.pacing import WRITE_METHODS, Budget, shared_budget
 
 _LINK = re.compile(r'<([^>]+)>\s*;\s*rel="([^"]+)"')
@@ -232,6 +232,13 @@ class Answer:
 
     def json(self) -> Any:
         return json.loads(self.content)
+
+
+def has_body(entry: dict[str, Any]) -> bool:
+    """Does a cache entry hold an answer? Asked without reading it, where the entry can say
+    (store.db.LazyEntry reads its body from the file only when it is used)."""
+    known = getattr(entry, "has_body", None)
+    return known if known is not None else entry.get("body") is not None
 
 
 class GitHubClient:
@@ -567,11 +574,11 @@ class GitHubClient:
         if params:
             url = str(httpx.URL(url, params=params))
         entry = self.etag_updates.get(url) or self.etags.get(url)
-        return entry if entry and entry.get("body") is not None else None
+        return entry if entry and has_body(entry) else None
 
     def _get(self, url: str, shown: str) -> Page:
         cached = self.etag_updates.get(url) or self.etags.get(url)
-        if getattr(self._local, "trust", False) and cached and cached.get("body") is not None:
+        if getattr(self._local, "trust", False) and cached and has_body(cached):
             with self.stats.lock:
                 self.stats.from_cache += 1
             data = self._checked(url, cached["body"].encode("utf-8", "surrogatepass"))
@@ -580,7 +587,7 @@ class GitHubClient:
         while True:
             self._wait_if_blocked(shown)
             headers = {}
-            if cached and cached.get("etag") and cached.get("body") is not None:
+            if cached and cached.get("etag") and has_body(cached):
                 headers["If-None-Match"] = cached["etag"]
             try:
                 resp = self.send("GET", url, headers=headers)
@@ -642,8 +649,11 @@ class GitHubClient:
         except RecursionError:
             raise BadAnswer("answer nested too deeply to read", url=shown) from None
         data = clean(data, shown)
-        spec = spec_for(self.api_path(url))
-        return data if spec is None else check(data, spec, shown)
+        path = self.api_path(url)
+        spec = spec_for(path)
+        if spec is not None:
+            check(data, spec, shown)
+        return kept(data, keep_for(path))  # what is cached as its ETag body, too
 
     def _accept(self, url: str, resp: Answer) -> Page:
         try:
@@ -720,7 +730,7 @@ class GitHubClient:
         answers it was learnt from, and dropped with them by a fresh re-read (recheck).
         """
         entry = self.etag_updates.get(MEMO + key) or self.etags.get(MEMO + key)
-        if not entry or entry.get("body") is None:
+        if not entry or not has_body(entry):
             return None
         return json.loads(entry["body"])
 

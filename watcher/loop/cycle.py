@@ -530,13 +530,13 @@ def _read_items(run: _Run) -> None:
 
         run.own_client = client = run.client = GitHubClient(
             cfg.settings.github_api_url,
-            etags={} if run.recheck else store.etags(),
+            etags={} if run.recheck else store.etag_index(),
             timeout=cfg.settings.timeout,
             max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
             user_agent=cfg.settings.user_agent,
         )
     elif not run.recheck:
-        client.etags.update(store.etags())
+        client.etags.update(store.etag_index())
     # past this deadline nothing more is asked: the items not yet read go stale
     client.cycle_deadline = time.monotonic() + poll_deadline(cfg.settings)
     try:
@@ -624,7 +624,7 @@ def _pins(run: _Run) -> None:
         if own:  # conditional reads too: a git ref that did not move is a 304
             client = GitHubClient(
                 cfg.settings.github_api_url,
-                etags=store.etags(),
+                etags=store.etag_index(),
                 timeout=cfg.settings.timeout,
                 max_rate_limit_wait=cfg.settings.max_rate_limit_wait,
                 user_agent=cfg.settings.user_agent,

@@ -27,6 +27,37 @@ from watcher.store.smokerun import SETUP_PREFIX
 from watcher.store.triggers import TriggerStore
 
 
+class LazyEntry(dict):
+    """An etag-cache entry whose `body` is read from the database on first use (`has_body` says
+    whether there is one without reading it), through a short connection of its own: the poll
+    threads may ask, and the store's connection belongs to the thread that opened it."""
+
+    def __init__(self, url: str, row: dict[str, Any], path: str):
+        self.url = url
+        self.has_body = bool(row.pop("has_body"))
+        super().__init__(row)
+        self._path = path
+
+    def _body(self) -> str | None:
+        if "body" not in self.keys():
+            body = None
+            if self.has_body:
+                uri = Path(self._path).absolute().as_uri() + "?mode=ro"
+                with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=30.0)) as conn:
+                    row = conn.execute(
+                        "SELECT body FROM etags WHERE url = ?", (self.url,)
+                    ).fetchone()
+                    body = row[0] if row else None
+            dict.__setitem__(self, "body", body)
+        return dict.__getitem__(self, "body")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._body() if key == "body" else dict.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._body() if key == "body" else dict.get(self, key, default)
+
+
 class Store(CommentStore, TriggerStore, BisectStore, PinStore):
     """Thin, named operations over the database; callers never write SQL."""
 
@@ -89,7 +120,19 @@ class Store(CommentStore, TriggerStore, BisectStore, PinStore):
 
     # -- etags: the conditional-request cache
     def etags(self) -> dict[str, dict[str, Any]]:
+        """Every entry, bodies included (a small table: tests, tools); a cycle uses etag_index."""
         return {r["url"]: r for r in self._rows("SELECT * FROM etags")}
+
+    def etag_index(self) -> dict[str, LazyEntry]:
+        """Every entry without its body, which is read from the file when first asked for (a
+        304 answered from it, a memo): a cycle no longer holds every cached answer in memory,
+        only those it uses. The table is written only after a cycle's reads (under its lock)."""
+        rows = self._rows(
+            "SELECT url, etag, last_modified, link, fetched_at, body IS NOT NULL AS has_body"
+            " FROM etags"
+        )
+        path = str(self.path)
+        return {r["url"]: LazyEntry(r.pop("url"), r, path) for r in rows}
 
     def put_etags(self, entries: dict[str, dict[str, Any]]) -> None:
         for url, e in entries.items():
