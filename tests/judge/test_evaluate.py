@@ -6,59 +6,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from kits.smokekit import clearing_comparison
+from kits.judgekit import rows, run
 
 from watcher.config.load import load_config, parse_config
 from watcher.judge.evaluate import evaluate, transitions
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-def rows(**states):
-    """item id -> a stored row with that state (pull extras via tuples)."""
-    out = {}
-    for item_id, state in states.items():
-        row = {"id": item_id, "state": state, "stale": False}
-        if isinstance(state, dict):
-            row.update(state)
-        out[item_id] = row
-    return out
-
-
-def run(
-    recipe,
-    outcome,
-    *,
-    signature=None,
-    target=True,
-    stage=None,
-    started="2026-11-29T10:00:00Z",
-    **kw,
-):
-    return {
-        "run_id": f"{recipe}-{started}",
-        "recipe": recipe,
-        "outcome": outcome,
-        "signature": signature,
-        "blockers_reproduced": kw.get("reproduced", []),
-        "reason": "r",
-        "started_at": started,
-        "stage_reached": stage or ("passed" if outcome == "passed" else "launch"),
-        "hardware": {
-            "gpus": [
-                {
-                    "name": "NVIDIA GeForce RTX 3090" if target else "NVIDIA H200",
-                    "memory_mib": 24576,
-                    "compute_capability": "8.6",
-                }
-            ],
-            "matches_target": target,
-        },
-        "metrics": {},
-        # the default SGLang recipes are judged against the vLLM MTP baseline: a pass clears it
-        **({"comparison": clearing_comparison(target=target)} if outcome == "passed" else {}),
-    }
 
 
 def test_nothing_known_is_blocked(cfg):

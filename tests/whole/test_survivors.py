@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from test_evaluate import rows, run
+from kits.judgekit import rows, run
 
 from watcher.config.model import Hardware, Item
 from watcher.core.errors import GitHubError
