@@ -217,7 +217,8 @@ def init(
     repository) the workflows are derived from the watch.toml found or written there.
     A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
     hand-written sections as fragments, shown where they stood (a page that says "Status
-    (2026-05-21): PARKED" is parked in watch.toml with that date), prints what changes (a
+    (2026-05-21): PARKED" is parked in watch.toml with that date; blocked, experimental or
+    validated with a date becomes that page's [page.override]), prints what changes (a
     unified diff of watch.toml and the page), then takes it over; with --dry-run it only prints.
     --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
     to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
@@ -374,6 +375,14 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
         click.echo(
             f"{'would park' if dry_run else 'parked'} page in {config.name} since"
             f" {done.status.since}, as the hand-kept page says: {done.status.reason}",
+            err=True,
+        )
+    elif done.overridden and done.status:
+        click.echo(
+            f"{'would set' if dry_run else 'set'} the page's status to {done.status.word} in"
+            f" {config.name} ([page.override]) since {done.status.since}, as the hand-kept page"
+            f" says: {done.status.reason}; watcher's own evidence is shown beside it where it"
+            " differs",
             err=True,
         )
     elif done.status and done.status.word != "parked":

@@ -205,7 +205,9 @@ def test_the_default_template_keeps_every_line_too(tmp_path, monkeypatch):
     assert "## Recipes" not in new and "## Blockers" in new  # no untested placeholder recipes
 
 
-def test_a_page_that_says_blocked_is_not_parked_and_keeps_its_paragraph(tmp_path, monkeypatch):
+def test_a_page_that_says_blocked_is_overridden_not_parked_and_keeps_its_paragraph(
+    tmp_path, monkeypatch
+):
     page = guide(tmp_path)
     page.write_text(
         HAND.replace("**Status (2026-05-21): PARKED.**", "**Status (2026-04-02): blocked.**")
@@ -213,8 +215,9 @@ def test_a_page_that_says_blocked_is_not_parked_and_keeps_its_paragraph(tmp_path
     assert invoke(["init", "."], tmp_path, monkeypatch).exit_code == 0
     r = invoke(["init", "--adopt", PAGE, "."], tmp_path, monkeypatch)
     assert r.exit_code == 0, r.output
-    assert "the page says blocked since 2026-04-02" in r.stderr
-    assert "[page.park]" not in (tmp_path / "watch.toml").read_text()
+    assert "set the page's status to blocked in watch.toml ([page.override])" in r.stderr
+    config = (tmp_path / "watch.toml").read_text()
+    assert "[page.park]" not in config and "[page.override]" in config
     new = page.read_text(encoding="utf-8")
     assert "**Status (2026-04-02): blocked.** Not a shipped variant" in new
     assert "doesn't run cleanly" not in new  # no second status sentence while nothing is known

@@ -5,8 +5,8 @@ Every word stays on the page: the introduction becomes `intro.md`; its status pa
 (2026-05-21): PARKED …") becomes `status-<status>.md`, shown while the page has that status and
 replaced by the template's sentence once evidence says otherwise; every H2 section, heading
 included, becomes `adopted-NN-<slug>.md`, shown in the hand page's order. A page that says
-PARKED with a date becomes a `[page.park]` with that reason and `since`, so the first generated
-page says the same.
+PARKED with a date becomes a `[page.park]` with that reason and `since` (blocked, experimental or
+validated: a `[page.override]`, by adopt.py), so the first generated page says the same.
 """
 
 from __future__ import annotations
