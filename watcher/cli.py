@@ -393,8 +393,8 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
         )
     if done.title:
         click.echo(
-            f"the title {done.title!r} is watcher's headline now (the status above says it;"
-            " put any other words of it in a fragment to keep them)",
+            f"the title {done.title!r} is the line under watcher's headline now (a title that"
+            " names a status, only while the page has that status)",
             err=True,
         )
     if dry_run:

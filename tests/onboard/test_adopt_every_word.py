@@ -64,7 +64,10 @@ def test_adopt_keeps_every_line_in_place_and_says_the_pages_own_status(tmp_path,
     # the page's own status, on the first generated page: parked since its own date
     assert "> **Status: parked** since 2026-05-21." in new
     assert "Parked by the maintainers since 2026-05-21: Not a shipped variant here" in new
-    assert new.count("PARKED") == 1  # the hand paragraph, once; no template sentence beside it
+    # the hand H1, as the line under the headline while the page is parked, and the hand
+    # paragraph: no template sentence beside them
+    assert "\n\n*SGLang — EAGLE-3 on two cards PARKED; nothing shipped" in new
+    assert new.count("PARKED") == 2
     assert "doesn't run cleanly" not in new and "## Recipe — TBD" not in new
     assert "sglang:latest" not in new  # no placeholder recipe in place of the shipped one
     park = next(p for p in load_config(tmp_path / "watch.toml").pages if p.id == "sglang").park

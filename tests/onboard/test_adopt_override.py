@@ -224,3 +224,28 @@ def test_with_override_places_the_table_under_its_page_and_keeps_every_other_lin
     assert new.endswith("\n[notify]\nenabled = false  # kept\n")
     o = parse_config(new, tmp_path / "watch.toml").pages[0].override
     assert (o.status, o.reason, o.since) == ("validated", "on two cards", date(2026, 6, 2))
+
+
+def test_the_hand_h1_stays_under_the_headline_while_the_status_agrees(tmp_path, monkeypatch):
+    page = guide(tmp_path)
+    r = invoke(["init", "--adopt", PAGE, "."], tmp_path, monkeypatch)
+    assert "the title 'Engine — two cards, validated' is the line under" in r.stderr
+    assert (tmp_path / "fragments" / "eng" / "title-validated.md").is_file()
+    lines = page.read_text(encoding="utf-8").splitlines()
+    assert (
+        lines[0].startswith("# Engine — validated")
+        and lines[2] == "*Engine — two cards, validated*"
+    )
+    # the maintainers drop their override; watcher's evidence says blocked: a title that says
+    # validated would contradict the headline, so it is not shown (its fragment stays)
+    config = tmp_path / "watch.toml"
+    config.write_text(config.read_text().split("\n[page.override]")[0] + "\n")
+    add_failed_run(load_config(config))
+    invoke(["check-now", "--offline"], tmp_path, monkeypatch)
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Engine — blocked") and "two cards, validated*" not in text
+    assert (tmp_path / "fragments" / "eng" / "title-validated.md").is_file()
+    # a title that names no status is always shown
+    (tmp_path / "fragments" / "eng" / "title.md").write_text("Engine — our main road\n")
+    invoke(["check-now", "--offline"], tmp_path, monkeypatch)
+    assert page.read_text(encoding="utf-8").splitlines()[2] == "*Engine — our main road*"

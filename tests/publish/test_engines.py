@@ -347,7 +347,7 @@ def test_an_adopted_engine_page_shows_every_hand_section_where_it_stood(tmp_path
     page = tmp_path / "docs" / "engines" / "VLLM.md"
     page.write_text(HAND_VLLM, encoding="utf-8")
     done = adopt_page(cfg, page)
-    assert len(done.fragments) == 4  # the intro and three sections
+    assert len(done.fragments) == 5  # the title, the intro and three sections
     text = page.read_text(encoding="utf-8")
     intro, sections = split_sections(HAND_VLLM)
     at = 0
@@ -357,4 +357,5 @@ def test_an_adopted_engine_page_shows_every_hand_section_where_it_stood(tmp_path
             assert found >= 0, f"lost or moved: {line!r}"
             at = found + len(line)
     assert "> Pinned build:" in text
+    assert text.splitlines()[2] == "*vLLM — our main road*"  # the hand H1, under the headline
     assert "## Recipes" not in text  # the hand "## Recipe" block holds that place

@@ -44,7 +44,7 @@ class Adoption:
     parked: bool = False  # [page.park] added from it
     overridden: bool = False  # [page.override] added from it (blocked, ready-to-test, validated)
     already: bool = False  # the page is watcher's already: nothing to adopt
-    title: str = ""  # the hand page's H1: watcher's headline takes its place
+    title: str = ""  # the hand page's H1: the line under watcher's headline (title*.md)
     added: int = 0
     removed: int = 0
 
@@ -142,6 +142,9 @@ def adopt_page(
         )
     folder = cfg.resolve(page.fragments)
     plan = plan_adoption(old)
+    for name in [n for n in plan.fragments if n == "title" or n.startswith("title-")]:
+        if _words(plan.fragments[name]) <= _words(page.title):  # "# vLLM": the headline says it
+            del plan.fragments[name]
     out = Adoption(path=path, status=plan.status)
     first = old.splitlines()[0] if old.strip() else ""
     out.title = first[2:].strip() if first.startswith("# ") else ""
@@ -206,6 +209,10 @@ def _fragment_writes(folder: Path, defaults: Path, plan, out: Adoption) -> list[
         writes.append((dest, text))
         out.fragments.append(dest)
     return writes
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9.]+", text.lower()))
 
 
 def _diff(old: str, new: str, a: str, b: str) -> list[str]:
