@@ -385,6 +385,13 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
             " differs",
             err=True,
         )
+    elif done.unrecorded and done.status:
+        click.echo(
+            f"the page says {done.status.word} since {done.status.since}, but it is made by"
+            " [engines], which has no [page.park] or [page.override] to record that in: its"
+            " paragraph is shown while watcher's evidence says the same (or nothing yet)",
+            err=True,
+        )
     elif done.status and done.status.word != "parked":
         click.echo(
             f"the page says {done.status.word} since {done.status.since}: that paragraph is shown"

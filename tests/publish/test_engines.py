@@ -359,3 +359,24 @@ def test_an_adopted_engine_page_shows_every_hand_section_where_it_stood(tmp_path
     assert "> Pinned build:" in text
     assert text.splitlines()[2] == "*vLLM — our main road*"  # the hand H1, under the headline
     assert "## Recipes" not in text  # the hand "## Recipe" block holds that place
+
+
+def test_a_made_engine_page_with_a_dated_status_is_adopted_with_its_paragraph(tmp_path):
+    """A page [engines] makes has no [[page]] table for a park or an override: adopt keeps the
+    status paragraph (shown while nothing says otherwise), says so, and writes watch.toml as
+    it was."""
+    from watcher.onboard.adopt import adopt_page
+
+    path = write_guide(tmp_path, "http://127.0.0.1:1")
+    before = path.read_text(encoding="utf-8")
+    cfg = load_config(path)
+    page = tmp_path / "docs" / "engines" / "VLLM.md"
+    page.write_text(
+        "# vLLM\n\nOur road.\n\n**Status (2026-06-02): validated** on two cards.\n",
+        encoding="utf-8",
+    )
+    done = adopt_page(cfg, page)
+    assert done.unrecorded and not done.overridden and done.status.word == "validated"
+    assert path.read_text(encoding="utf-8") == before
+    text = page.read_text(encoding="utf-8")
+    assert "Our road." in text and "**Status (2026-06-02): validated** on two cards." in text

@@ -43,6 +43,7 @@ class Adoption:
     status: HandStatus | None = None  # the status the hand page gave itself
     parked: bool = False  # [page.park] added from it
     overridden: bool = False  # [page.override] added from it (blocked, ready-to-test, validated)
+    unrecorded: bool = False  # a page made by [engines]: no table to record its status in
     already: bool = False  # the page is watcher's already: nothing to adopt
     title: str = ""  # the hand page's H1: the line under watcher's headline (title*.md)
     added: int = 0
@@ -150,7 +151,11 @@ def adopt_page(
     out.title = first[2:].strip() if first.startswith("# ") else ""
     old_config = cfg.path.read_text(encoding="utf-8") if config_text is None else config_text
     new_config = old_config
-    if plan.status and page.park is None and page.override is None:
+    if plan.status and page.engine is not None:
+        # a page made by [engines] has no [[page]] table to hold a park or an override: its
+        # status paragraph is shown while watcher's evidence agrees (or knows nothing yet)
+        out.unrecorded = True
+    elif plan.status and page.park is None and page.override is None:
         if plan.status.word == "parked":
             new_config = with_park(old_config, page.id, plan.status, cfg.path)
             out.parked = True
