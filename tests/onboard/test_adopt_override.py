@@ -249,3 +249,16 @@ def test_the_hand_h1_stays_under_the_headline_while_the_status_agrees(tmp_path, 
     (tmp_path / "fragments" / "eng" / "title.md").write_text("Engine — our main road\n")
     invoke(["check-now", "--offline"], tmp_path, monkeypatch)
     assert page.read_text(encoding="utf-8").splitlines()[2] == "*Engine — our main road*"
+
+
+def test_dry_run_shows_the_override_and_writes_nothing(tmp_path, monkeypatch):
+    page = guide(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    r = invoke(["init", "--adopt", PAGE, "--dry-run", "."], tmp_path, monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert "would set the page's status to validated in watch.toml ([page.override])" in r.stderr
+    assert "+[page.override]  # the hand-kept page's own status" in r.output
+    assert '+status = "validated"' in r.output and "+since = 2026-06-02" in r.output
+    assert "+# Engine — validated on an RTX 3090, as the maintainers say" in r.output
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before and page.read_text(encoding="utf-8") == HAND
