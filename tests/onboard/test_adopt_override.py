@@ -151,6 +151,7 @@ def test_when_watchers_evidence_differs_every_view_says_both(tmp_path, monkeypat
     assert "Crash on load" in new  # the blocker and its evidence stay on the page
     site = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "as the maintainers say; watcher saw regressed" in site
+    assert 'Validated since <time datetime="2026-06-02">' in site  # the maintainers' day
     (shown,) = json.loads((tmp_path / "site" / "status.json").read_text())["pages"]
     assert shown["status"] == "validated"
     assert shown["override"]["evidence"]["status"] == "regressed"
