@@ -8,7 +8,11 @@ generated page, and found in their order; their words (a multiset) found; the fr
 saved that the page does not show; the status the page gives itself against the generated one;
 the template's own status sentence and placeholder recipes (`sglang:latest`) added.
 
-    python bench/adopt.py [--page PATH] [--old PATH ...]   # default page: the test fixture
+    python bench/adopt.py [--page PATH] [--old PATH ...] [--status WORD]
+
+Default page: the test fixture. `--status validated` (or blocked, experimental) scores the same
+page with that word in place of PARKED in its H1 and status paragraph. "title words" counts the
+H1's words (watcher's headline replaces the H1 line) found in the page's header lines.
 """
 
 from __future__ import annotations
@@ -84,7 +88,12 @@ def _score(hand: str, new: str, guide: Path) -> dict:
     hidden = [f.name for f in frags if f.read_text(encoding="utf-8").strip() not in new]
     own = re.search(r"status\W{0,10}\(?(\d{4}-\d{2}-\d{2})\)?\W{0,10}(\w+)", hand, re.I)
     shown = re.search(r"\*\*Status: ([\w -]+)\*\*( since (\d{4}-\d{2}-\d{2}))?", new)
+    title = hand.splitlines()[0][2:] if hand.startswith("# ") else ""
+    head = words("\n".join(new.splitlines()[:4]))
+    title_words = words(title)
     return {
+        "title words": f"{sum(min(n, head[w]) for w, n in title_words.items())}"
+        f"/{sum(title_words.values())}",
         "lines": f"{found}/{len(lines)}",
         "in order": f"{in_order}/{len(lines)}",
         "words": f"{kept}/{sum(want.values())}",
@@ -100,7 +109,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--page", type=Path, default=FIXTURE)
     ap.add_argument("--old", type=Path, action="append", default=[])
+    ap.add_argument("--status", choices=("parked", "blocked", "experimental", "validated"))
     args = ap.parse_args()
+    if args.status and args.status != "parked":
+        text = args.page.read_text(encoding="utf-8").replace("PARKED", args.status.upper())
+        args.page = Path(tempfile.mkdtemp(prefix="bench-page-")) / args.page.name
+        args.page.write_text(text, encoding="utf-8")
     for tree in [ROOT, *args.old]:
         print(f"{tree}:")
         for key, value in score(tree.resolve(), args.page).items():

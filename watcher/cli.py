@@ -217,7 +217,8 @@ def init(
     repository) the workflows are derived from the watch.toml found or written there.
     A page that watcher did not write is never overwritten by a cycle: --adopt PAGE keeps its
     hand-written sections as fragments, shown where they stood (a page that says "Status
-    (2026-05-21): PARKED" is parked in watch.toml with that date), prints what changes (a
+    (2026-05-21): PARKED" is parked in watch.toml with that date; blocked, experimental or
+    validated with a date becomes that page's [page.override]), prints what changes (a
     unified diff of watch.toml and the page), then takes it over; with --dry-run it only prints.
     --adopt on the guide's upstream tracker (a file no [[page]] writes, with a Status table linking
     to GitHub) appends an [[item]] for each new issue and pull link and [tracker] to watch.toml;
@@ -376,6 +377,21 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
             f" {done.status.since}, as the hand-kept page says: {done.status.reason}",
             err=True,
         )
+    elif done.overridden and done.status:
+        click.echo(
+            f"{'would set' if dry_run else 'set'} the page's status to {done.status.word} in"
+            f" {config.name} ([page.override]) since {done.status.since}, as the hand-kept page"
+            f" says: {done.status.reason}; watcher's own evidence is shown beside it where it"
+            " differs",
+            err=True,
+        )
+    elif done.unrecorded and done.status:
+        click.echo(
+            f"the page says {done.status.word} since {done.status.since}, but it is made by"
+            " [engines], which has no [page.park] or [page.override] to record that in: its"
+            " paragraph is shown while watcher's evidence says the same (or nothing yet)",
+            err=True,
+        )
     elif done.status and done.status.word != "parked":
         click.echo(
             f"the page says {done.status.word} since {done.status.since}: that paragraph is shown"
@@ -384,8 +400,8 @@ def _adopt(config: Path, page: Path, dry_run: bool = False) -> None:
         )
     if done.title:
         click.echo(
-            f"the title {done.title!r} is watcher's headline now (the status above says it;"
-            " put any other words of it in a fragment to keep them)",
+            f"the title {done.title!r} is the line under watcher's headline now (a title that"
+            " names a status, only while the page has that status)",
             err=True,
         )
     if dry_run:

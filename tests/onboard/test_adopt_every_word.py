@@ -64,7 +64,10 @@ def test_adopt_keeps_every_line_in_place_and_says_the_pages_own_status(tmp_path,
     # the page's own status, on the first generated page: parked since its own date
     assert "> **Status: parked** since 2026-05-21." in new
     assert "Parked by the maintainers since 2026-05-21: Not a shipped variant here" in new
-    assert new.count("PARKED") == 1  # the hand paragraph, once; no template sentence beside it
+    # the hand H1, as the line under the headline while the page is parked, and the hand
+    # paragraph: no template sentence beside them
+    assert "\n\n*SGLang — EAGLE-3 on two cards PARKED; nothing shipped" in new
+    assert new.count("PARKED") == 2
     assert "doesn't run cleanly" not in new and "## Recipe — TBD" not in new
     assert "sglang:latest" not in new  # no placeholder recipe in place of the shipped one
     park = next(p for p in load_config(tmp_path / "watch.toml").pages if p.id == "sglang").park
@@ -205,7 +208,9 @@ def test_the_default_template_keeps_every_line_too(tmp_path, monkeypatch):
     assert "## Recipes" not in new and "## Blockers" in new  # no untested placeholder recipes
 
 
-def test_a_page_that_says_blocked_is_not_parked_and_keeps_its_paragraph(tmp_path, monkeypatch):
+def test_a_page_that_says_blocked_is_overridden_not_parked_and_keeps_its_paragraph(
+    tmp_path, monkeypatch
+):
     page = guide(tmp_path)
     page.write_text(
         HAND.replace("**Status (2026-05-21): PARKED.**", "**Status (2026-04-02): blocked.**")
@@ -213,8 +218,9 @@ def test_a_page_that_says_blocked_is_not_parked_and_keeps_its_paragraph(tmp_path
     assert invoke(["init", "."], tmp_path, monkeypatch).exit_code == 0
     r = invoke(["init", "--adopt", PAGE, "."], tmp_path, monkeypatch)
     assert r.exit_code == 0, r.output
-    assert "the page says blocked since 2026-04-02" in r.stderr
-    assert "[page.park]" not in (tmp_path / "watch.toml").read_text()
+    assert "set the page's status to blocked in watch.toml ([page.override])" in r.stderr
+    config = (tmp_path / "watch.toml").read_text()
+    assert "[page.park]" not in config and "[page.override]" in config
     new = page.read_text(encoding="utf-8")
     assert "**Status (2026-04-02): blocked.** Not a shipped variant" in new
     assert "doesn't run cleanly" not in new  # no second status sentence while nothing is known

@@ -314,3 +314,69 @@ def test_a_mixed_page_covers_no_engine_and_a_page_on_the_same_file_covers_its_en
     # the shelf page mixes engines: vLLM and llama.cpp still get theirs; the hand-made
     # "llama-cpp" page writes IK_LLAMA.md (so ik_llama.cpp is covered) and covers the club fork
     assert made == {"vllm": "docs/engines/VLLM.md", "engine-llama-cpp": "docs/engines/LLAMA_CPP.md"}
+
+
+HAND_VLLM = """# vLLM — our main road
+
+Our main road: the fastest on two cards.
+
+## What we ship
+
+- The dual-card AWQ compose, pinned to a nightly we tested.
+
+## Recipe
+
+```bash
+docker compose -f models/qwen/vllm/compose/dual/awq/mtp.yml up -d
+```
+
+## Tuning
+
+`--max-num-seqs 4` keeps the KV cache inside 24 GB.
+"""
+
+
+def test_an_adopted_engine_page_shows_every_hand_section_where_it_stood(tmp_path):
+    """A made engine page adopts like page.md.j2 does: each H2 section of the hand page is on
+    the generated page in its order, and the hand recipe block stands in for the generated
+    recipes until a run validates one (no second "Recipes" list beside it)."""
+    from watcher.onboard.adopt import adopt_page
+    from watcher.onboard.adopt_plan import split_sections
+
+    cfg = load_config(write_guide(tmp_path, "http://127.0.0.1:1"))
+    page = tmp_path / "docs" / "engines" / "VLLM.md"
+    page.write_text(HAND_VLLM, encoding="utf-8")
+    done = adopt_page(cfg, page)
+    assert len(done.fragments) == 5  # the title, the intro and three sections
+    text = page.read_text(encoding="utf-8")
+    intro, sections = split_sections(HAND_VLLM)
+    at = 0
+    for line in "\n".join([intro, *(f"{h}\n{b}" for h, b in sections)]).splitlines():
+        if line.strip():
+            found = text.find(line, at)
+            assert found >= 0, f"lost or moved: {line!r}"
+            at = found + len(line)
+    assert "> Pinned build:" in text
+    assert text.splitlines()[2] == "*vLLM — our main road*"  # the hand H1, under the headline
+    assert "## Recipes" not in text  # the hand "## Recipe" block holds that place
+
+
+def test_a_made_engine_page_with_a_dated_status_is_adopted_with_its_paragraph(tmp_path):
+    """A page [engines] makes has no [[page]] table for a park or an override: adopt keeps the
+    status paragraph (shown while nothing says otherwise), says so, and writes watch.toml as
+    it was."""
+    from watcher.onboard.adopt import adopt_page
+
+    path = write_guide(tmp_path, "http://127.0.0.1:1")
+    before = path.read_text(encoding="utf-8")
+    cfg = load_config(path)
+    page = tmp_path / "docs" / "engines" / "VLLM.md"
+    page.write_text(
+        "# vLLM\n\nOur road.\n\n**Status (2026-06-02): validated** on two cards.\n",
+        encoding="utf-8",
+    )
+    done = adopt_page(cfg, page)
+    assert done.unrecorded and not done.overridden and done.status.word == "validated"
+    assert path.read_text(encoding="utf-8") == before
+    text = page.read_text(encoding="utf-8")
+    assert "Our road." in text and "**Status (2026-06-02): validated** on two cards." in text

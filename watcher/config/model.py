@@ -274,6 +274,21 @@ class Park:
     since: date | None = None  # when the maintainers parked it (adopted from the page's own line)
 
 
+# the statuses a maintainer may give a page by hand ([page.override]); parked is [page.park]'s
+PAGE_OVERRIDE_STATUSES = ("blocked", "ready-to-test", "validated")
+
+
+@dataclass(frozen=True)
+class PageOverride:
+    """[page.override]: the maintainers' word on a page's status (a hand-kept page's own dated
+    "Status: validated"), shown as theirs; watcher's evidence is still gathered and shown beside it."""
+
+    status: str
+    reason: str
+    since: date | None = None
+    until: date | None = None
+
+
 @dataclass(frozen=True)
 class Page:
     """A generated document and the blockers and recipes its status is made of."""
@@ -286,6 +301,7 @@ class Page:
     recipes: tuple[str, ...] = ()
     fragments: str | None = None  # folder of hand-written Markdown fragments
     park: Park | None = None
+    override: PageOverride | None = None
     engine: str | None = None  # a page made for one engine by [engines] (watcher.config.engines)
 
 

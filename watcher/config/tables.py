@@ -11,6 +11,7 @@ from watcher.config.model import (
     BLOCKER_STATUSES,
     ITEM_KINDS,
     MATCH_SCOPES,
+    PAGE_OVERRIDE_STATUSES,
     RULES,
     STAGES,
     BisectSettings,
@@ -19,6 +20,7 @@ from watcher.config.model import (
     Notify,
     Override,
     Page,
+    PageOverride,
     Park,
     Settings,
     Site,
@@ -245,6 +247,21 @@ def read_page(r: TableReader) -> Page:
             since=pr.date("since"),
         )
         pr.done()
+    orr = r.sub("override")
+    override = None
+    if orr is not None:
+        override = PageOverride(
+            status=orr.choice("status", PAGE_OVERRIDE_STATUSES, required=True),
+            reason=orr.get("reason", str, required=True),
+            since=orr.date("since"),
+            until=orr.date("until"),
+        )
+        orr.done()
+        if park is not None:
+            orr.fail(
+                "status",
+                "cannot stand beside [page.park]: a page is parked or overridden, keep one",
+            )
     p = Page(
         id=r.ident(),
         title=r.get("title", str, required=True),
@@ -254,6 +271,7 @@ def read_page(r: TableReader) -> Page:
         recipes=r.str_list("recipes"),
         fragments=r.get("fragments", str),
         park=park,
+        override=override,
     )
     r.done()
     return p

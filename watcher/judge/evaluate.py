@@ -9,6 +9,7 @@ their evidence and never count either: a fix in vLLM is not a fix in SGLang.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -50,6 +51,9 @@ class PageStatus:
     # the relative verdict behind `validated` or a `parked` below the floor: both figures
     comparison: dict[str, Any] | None = None
     held_by_pin: tuple[str, ...] = ()  # cleared recipes whose fixes are not in their pins
+    # [page.override]: {by, status, reason, since, until, evidence}; `evidence` ({status, reason})
+    # is what watcher's own evidence says when that differs, else None
+    override: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -291,6 +295,39 @@ def _unreadable_reason(row: dict[str, Any] | None) -> str:
     return code.get("unreadable") or (row or {}).get("error") or "its files cannot be read"
 
 
+def _overridden(p, cfg, blockers, latest, previous, today, pins) -> PageStatus:
+    """The maintainers' status, with watcher's own verdict beside it where the two differ: the
+    evidence is still judged (and runs still triggered), never hidden. `untested` is no
+    evidence, so it never disagrees. The maintainers' `validated` counts as a validation: a
+    failing run on target hardware is then watcher's `regressed`, on the first cycle as on later
+    ones (the stored status is the override's)."""
+    o = p.override
+    before = "validated" if o.status == "validated" else previous
+    own = evaluate_page(
+        dataclasses.replace(p, override=None), cfg, blockers, latest, before, today, pins
+    )
+    differs = own.status not in (o.status, "untested")
+    since = f" since {o.since.isoformat()}" if o.since else ""
+    until = f" until {o.until.isoformat()}" if o.until else ""
+    reason = f"the maintainers say {o.status}{since}{until}: {o.reason}"
+    if differs:
+        reason += f"; watcher's evidence says {own.status}: {own.reason}"
+    return dataclasses.replace(
+        own,
+        status=o.status,
+        reason=reason,
+        parked=None,  # a floor verdict is the evidence line's, not a second status
+        override={
+            "by": "maintainer",
+            "status": o.status,
+            "reason": o.reason,
+            "since": o.since.isoformat() if o.since else None,
+            "until": o.until.isoformat() if o.until else None,
+            "evidence": {"status": own.status, "reason": own.reason} if differs else None,
+        },
+    )
+
+
 def _stage(run: dict[str, Any]) -> str:
     """How far a run got: `passed`, `ready` (answered but failed a check) or `launch`."""
     res = SmokeResult.from_record(run)
@@ -322,6 +359,8 @@ def evaluate_page(
                 "since": p.park.since.isoformat() if p.park.since else None,
             },
         )
+    if p.override and _active(p.override.until, today):
+        return _overridden(p, cfg, blockers, latest, previous, today, pins)
     recipes = [cfg.recipe(r) for r in p.recipes]
     runs = tuple(latest[r.id] for r in recipes if r.id in latest)
 

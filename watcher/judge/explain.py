@@ -116,6 +116,7 @@ def explain(
                     "status": ev.pages[p.id].status,
                     "reason": ev.pages[p.id].reason,
                     "parked": ev.pages[p.id].parked,
+                    "override": ev.pages[p.id].override,
                     "comparison": ev.pages[p.id].comparison,
                     "recipes": [
                         {
@@ -274,6 +275,16 @@ def format_text(doc: dict[str, Any]) -> str:
     if doc["type"] == "pages":
         for p in doc["pages"]:
             lines.append(f"page {p['id']} ({p['output']}): {p['status']} — {p['reason']}")
+            if p.get("override"):
+                o = p["override"]
+                lines.append(
+                    f"  OVERRIDE by maintainer: {o['status']} — {o['reason']}"
+                    + (f" (since {o['since']})" if o.get("since") else "")
+                    + (f" (until {o['until']})" if o.get("until") else "")
+                )
+                if o.get("evidence"):
+                    e = o["evidence"]
+                    lines.append(f"  watcher's own evidence: {e['status']} — {e['reason']}")
             c = p.get("comparison")
             if c and c.get("speed_ratio") is not None:
                 lines.append(

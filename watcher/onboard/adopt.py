@@ -3,7 +3,8 @@
 A guide that already has its page (docs/engines/SGLANG.md, written by hand) keeps every section
 of it on the generated page, where it stood (adopt_plan.py says which fragment holds which); a
 page that says "Status (2026-05-21): PARKED" gets `[page.park]` with that date and reason in
-watch.toml, so the first generated page says the same. The diff of watch.toml and of the page is
+watch.toml (one that says blocked, experimental or validated with a date gets `[page.override]`),
+so the first generated page says the same. The diff of watch.toml and of the page is
 shown, and only then are the files written (`--dry-run`: shown, nothing written). A fragment the
 maintainer already edited is never overwritten, and adopting the same page again changes
 nothing. Afterwards the file carries watcher's generated-by marker, which is how every later
@@ -19,6 +20,7 @@ import shutil
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from watcher.config.load import parse_config
@@ -40,8 +42,10 @@ class Adoption:
     edited: list[Path] = field(default_factory=list)  # the maintainer's own edits, left as they are
     status: HandStatus | None = None  # the status the hand page gave itself
     parked: bool = False  # [page.park] added from it
+    overridden: bool = False  # [page.override] added from it (blocked, ready-to-test, validated)
+    unrecorded: bool = False  # a page made by [engines]: no table to record its status in
     already: bool = False  # the page is watcher's already: nothing to adopt
-    title: str = ""  # the hand page's H1: watcher's headline takes its place
+    title: str = ""  # the hand page's H1: the line under watcher's headline (title*.md)
     added: int = 0
     removed: int = 0
 
@@ -67,6 +71,19 @@ def page_for(cfg: Config, path: Path) -> Page:
 def with_park(text: str, page_id: str, status: HandStatus, path: Path) -> str:
     """watch.toml's text with `[page.park]` (reason, since) right after the page's own keys;
     every other line as it was. Checked by reading both texts back."""
+    return _with_table(
+        text, page_id, "park", {"reason": status.reason, "since": status.since}, path
+    )
+
+
+def with_override(text: str, page_id: str, status: HandStatus, path: Path) -> str:
+    """watch.toml's text with `[page.override]` (status, reason, since), placed and checked as
+    `with_park` places and checks `[page.park]`."""
+    values = {"status": status.word, "reason": status.reason, "since": status.since}
+    return _with_table(text, page_id, "override", values, path)
+
+
+def _with_table(text: str, page_id: str, name: str, values: dict, path: Path) -> str:
     lines = text.splitlines(keepends=True)
     block = None
     for n, line in enumerate(lines):
@@ -76,10 +93,11 @@ def with_park(text: str, page_id: str, status: HandStatus, path: Path) -> str:
             break
     else:
         block = None
-    park = (
-        "\n[page.park]  # the hand-kept page's own status (watcher init --adopt)\n"
-        f"reason = {toml_string(status.reason)}\nsince = {status.since.isoformat()}\n"
+    body = "".join(
+        f"{k} = {v.isoformat() if isinstance(v, date) else toml_string(v)}\n"
+        for k, v in values.items()
     )
+    table = f"\n[page.{name}]  # the hand-kept page's own status (watcher init --adopt)\n" + body
     new = None
     if block is not None:
         end = block + 1
@@ -91,17 +109,17 @@ def with_park(text: str, page_id: str, status: HandStatus, path: Path) -> str:
             if lines[k].strip() and not lines[k].lstrip().startswith("#")
         )
         head = "".join(lines[: last + 1])
-        new = (head if head.endswith("\n") else head + "\n") + park + "".join(lines[last + 1 :])
+        new = (head if head.endswith("\n") else head + "\n") + table + "".join(lines[last + 1 :])
         want = tomllib.loads(text)
-        for table in want.get("page", []):
-            if table.get("id") == page_id:
-                table["park"] = {"reason": status.reason, "since": status.since}
+        for page in want.get("page", []):
+            if page.get("id") == page_id:
+                page[name] = dict(values)
         if tomllib.loads(new) != want:
             new = None
     if new is None:
         raise WatcherError(
-            f"{path}: could not add [page.park] to the [[page]] with id {page_id!r};"
-            f" add it by hand under that page, then adopt again:\n{park.strip()}"
+            f"{path}: could not add [page.{name}] to the [[page]] with id {page_id!r};"
+            f" add it by hand under that page, then adopt again:\n{table.strip()}"
         )
     return new
 
@@ -125,14 +143,25 @@ def adopt_page(
         )
     folder = cfg.resolve(page.fragments)
     plan = plan_adoption(old)
+    for name in [n for n in plan.fragments if n == "title" or n.startswith("title-")]:
+        if _words(plan.fragments[name]) <= _words(page.title):  # "# vLLM": the headline says it
+            del plan.fragments[name]
     out = Adoption(path=path, status=plan.status)
     first = old.splitlines()[0] if old.strip() else ""
     out.title = first[2:].strip() if first.startswith("# ") else ""
     old_config = cfg.path.read_text(encoding="utf-8") if config_text is None else config_text
     new_config = old_config
-    if plan.status and plan.status.word == "parked" and page.park is None:
-        new_config = with_park(old_config, page.id, plan.status, cfg.path)
-        out.parked = True
+    if plan.status and page.engine is not None:
+        # a page made by [engines] has no [[page]] table to hold a park or an override: its
+        # status paragraph is shown while watcher's evidence agrees (or knows nothing yet)
+        out.unrecorded = True
+    elif plan.status and page.park is None and page.override is None:
+        if plan.status.word == "parked":
+            new_config = with_park(old_config, page.id, plan.status, cfg.path)
+            out.parked = True
+        else:  # blocked, experimental (ready-to-test), validated: the maintainers' word
+            new_config = with_override(old_config, page.id, plan.status, cfg.path)
+            out.overridden = True
     writes = _fragment_writes(folder, package_templates() / "fragments" / page.id, plan, out)
     staged = Path(tempfile.mkdtemp(prefix="watcher-adopt-"))
     try:
@@ -185,6 +214,10 @@ def _fragment_writes(folder: Path, defaults: Path, plan, out: Adoption) -> list[
         writes.append((dest, text))
         out.fragments.append(dest)
     return writes
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9.]+", text.lower()))
 
 
 def _diff(old: str, new: str, a: str, b: str) -> list[str]:

@@ -1,12 +1,13 @@
 """What adopting a hand-kept page keeps, as files to write: pure, so `--dry-run` and the real
 adoption plan the same thing.
 
-Every word stays on the page: the introduction becomes `intro.md`; its status paragraph ("Status
-(2026-05-21): PARKED …") becomes `status-<status>.md`, shown while the page has that status and
-replaced by the template's sentence once evidence says otherwise; every H2 section, heading
+Every word stays on the page: the H1 becomes `title.md` (`title-<status>.md` when it names a
+status), the line under watcher's headline; the introduction becomes `intro.md`; its status
+paragraph ("Status (2026-05-21): PARKED …") becomes `status-<status>.md`, shown while the page
+has that status and replaced by the template's sentence once evidence says otherwise; every H2 section, heading
 included, becomes `adopted-NN-<slug>.md`, shown in the hand page's order. A page that says
-PARKED with a date becomes a `[page.park]` with that reason and `since`, so the first generated
-page says the same.
+PARKED with a date becomes a `[page.park]` with that reason and `since` (blocked, experimental or
+validated: a `[page.override]`, by adopt.py), so the first generated page says the same.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ _STATUS_LINE = re.compile(
     r"|\b(?P<w2>parked|blocked|experimental|validated)\b[^\n]{0,16}?(?P<d2>\d{4}-\d{2}-\d{2}))",
     re.IGNORECASE,
 )
+
+
+_TITLE_WORD = re.compile(r"\b(parked|blocked|experimental|validated)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -101,10 +105,20 @@ def hand_status(intro: str) -> HandStatus | None:
     return None
 
 
+def title_fragment(title: str) -> str:
+    """`title-<status>` for an H1 that names a status word (shown only while the page has that
+    status), else `title`."""
+    m = _TITLE_WORD.search(title)
+    return f"title-{STATUS_WORDS[m.group(1).lower()]}" if m else "title"
+
+
 def plan_adoption(text: str) -> Plan:
     """Every word of the hand page as fragments, and the status it says of itself."""
     intro, sections = split_sections(text)
     plan = Plan()
+    first = text.splitlines()[0] if text.strip() else ""
+    if first.startswith("# ") and first[2:].strip():
+        plan.fragments[title_fragment(first[2:].strip())] = first[2:].strip()
     status = hand_status(intro) if intro else None
     if status:
         before, _, after = intro.partition(status.paragraph)

@@ -166,10 +166,21 @@ def shown_status(status: str, never_read: bool) -> str:
     return "unknown" if never_read and status == "blocked" else status
 
 
-def page_headline(st: Any, shown: str) -> str:
+def seen_beside(override: dict[str, Any] | None, never_read: bool) -> dict[str, Any] | None:
+    """Watcher's own verdict beside a maintainers' status, when it differs and is one: before the
+    first read, "blocked" only means nothing is known to be fixed yet."""
+    seen = (override or {}).get("evidence")
+    return None if not seen or (never_read and seen["status"] == "blocked") else seen
+
+
+def page_headline(st: Any, shown: str, never_read: bool = False) -> str:
     """One line under a page's status: parked by the speed floor has its own words."""
     if (st.parked or {}).get("by") == "floor":
         return FLOOR_HEADLINE
+    if getattr(st, "override", None):  # the maintainers' word is said as theirs
+        seen = (seen_beside(st.override, never_read) or {}).get("status")
+        mine = f"; watcher saw {prose.PAGE_WORDS.get(seen, seen)}" if seen else ""
+        return f"{PAGE_HEADLINES.get(shown, shown)}, as the maintainers say{mine}"
     return PAGE_HEADLINES.get(shown, "not checked yet")
 
 
@@ -242,15 +253,15 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
     """The page's own status, headline, freshness words and links (the top of a page)."""
     status = ev.pages[page.id]
     since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
-    if (status.parked or {}).get("by") == "maintainer" and status.parked.get("since"):
-        since = status.parked["since"]  # parked by hand on that day, before watcher knew
+    since = _hand_since(status) or since  # set by hand on that day, before watcher knew
     now = prose.now_of(last_checked, (attempt or {}).get("at"))
     open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
-    reader_status = shown_status(status.status, never_read)
+    # the maintainers' word is known before the first read: it never shows as "unknown"
+    reader_status = shown_status(status.status, never_read and not status.override)
     return {
         "status": status.status,
         "reason": status.reason,
-        "headline": page_headline(status, status.status),
+        "headline": page_headline(status, status.status, never_read),
         "reader_status": reader_status,
         "reader_headline": prose.headline(
             reader_status,
@@ -261,6 +272,7 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
             gpu=gpu,
             parked=status.parked,
             held_by_pin=bool(status.held_by_pin),
+            override=_override_view(cfg, status.override, never_read),
         ),
         "status_since": since,
         "open_blockers": open_blockers,
@@ -279,7 +291,36 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
         "comparison": status.comparison,
         "validated_run": status.validated_run,
         "last_checked": last_checked,
+        "override": _override_view(cfg, status.override, never_read),
     }
+
+
+def _hand_since(st: Any) -> str | None:
+    """The day the maintainers set a page's status by hand (a park's or an override's `since`),
+    which the site's card says as the page does."""
+    if (st.parked or {}).get("by") == "maintainer" and st.parked.get("since"):
+        return st.parked["since"]
+    return (st.override or {}).get("since")
+
+
+def _override_view(cfg, override, never_read) -> dict[str, Any] | None:
+    """[page.override] as readers see it: the maintainers' status and reason, and watcher's own
+    verdict in reader words where it differs (before the first read watcher has none)."""
+    if not override:
+        return None
+    seen = seen_beside(override, never_read)
+    return dict(
+        override,
+        words=prose.PAGE_WORDS.get(override["status"], override["status"]),
+        reason=prose.titled(cfg, override.get("reason")),
+        evidence=dict(
+            seen,
+            words=prose.PAGE_WORDS.get(seen["status"], seen["status"]),
+            reason=prose.titled(cfg, seen.get("reason")),
+        )
+        if seen
+        else None,
+    )
 
 
 def _page_blockers(cfg, page, items, ev, runs, gpu) -> list[dict[str, Any]]:
@@ -671,16 +712,16 @@ def site_context(
     pages = []
     for p in cfg.pages:
         st = ev.pages[p.id]
-        shown = shown_status(st.status, never_read)
+        shown = shown_status(st.status, never_read and not st.override)
         pages.append(
             {
                 "id": p.id,
                 "title": p.title,
                 "status": shown,
                 "tone": STATUS_TONES.get(shown, "muted"),
-                "headline": page_headline(st, shown),
+                "headline": page_headline(st, shown, never_read),
                 "reason": prose.titled(cfg, st.reason) if not never_read else not_checked,
-                "since": since(f"page:{p.id}") if not never_read else None,
+                "since": _hand_since(st) or (since(f"page:{p.id}") if not never_read else None),
                 "output": p.output,
                 "href": f"page/{p.id}.html",
                 "badge": f"badge/{p.id}.svg",

@@ -106,11 +106,20 @@ def headline(
     gpu: str = "the target GPU",
     parked: dict[str, Any] | None = None,
     held_by_pin: bool = False,
+    override: dict[str, Any] | None = None,
 ) -> str:
     """The page's one-line answer: 'blocked for 47 days on 2 upstream fixes'. `held_by_pin`: a
-    recipe's fixes have landed upstream but not in the build it runs."""
+    recipe's fixes have landed upstream but not in the build it runs. `override`: the status is
+    the maintainers' word, said as theirs, with what watcher saw where that differs."""
     days = days_between(since, now)
     for_days = f" for {plural(days, 'day')}" if days else ""
+    if override:
+        said = f"{PAGE_WORDS.get(status, status)}{for_days}, as the maintainers say"
+        if status == "validated":
+            when = f" on {day(validated_run.get('started_at'))}" if validated_run else ""
+            said = f"validated on {gpu}{when}, as the maintainers say"
+        seen = (override.get("evidence") or {}).get("status")
+        return said + (f"; watcher saw {PAGE_WORDS.get(seen, seen)}" if seen else "")
     if status == "blocked" and held_by_pin and not open_blockers:
         return f"blocked{for_days}: its upstream fixes have landed, not yet in the build it runs"
     if status == "blocked":

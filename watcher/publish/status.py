@@ -81,6 +81,7 @@ def status_document(
             "blockers": list(p.blockers),
             "recipes": list(p.recipes),
             "parked": ev.pages[p.id].parked,
+            "override": ev.pages[p.id].override,
             "comparison": ev.pages[p.id].comparison,
         }
         for p in cfg.pages
