@@ -403,6 +403,7 @@ def test_the_cycle_proposes_the_release_that_carries_every_missing_fix_or_none()
     """The cycle's own proposal (judge/pins.proposal) picks as `watcher bump` does: the newest of
     the fixes' first releases by version, not by text (v0.10.0 after v0.9.1); none when a missing
     fix has no release yet, for a package pin, or once the gate has judged that very bump."""
+
     def fix(ref, first):
         return {"blocker": "b", "ref": ref, "compare": "behind", "first_release": first}
 
