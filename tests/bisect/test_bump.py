@@ -259,7 +259,9 @@ def test_a_gone_pin_proposes_the_newest_live_build_descending_from_it(world):
         # pull token is reused): v0.1.2 (404), v0.1.1
         assert pin["successor"]["requests"] == 1 + 2 + 2
         assert pin["successor"]["image"] == f"{IMAGE}:v0.1.1"
-        lines = reader_lines(recipe_view(pin, {"pad": "fix-merged"}))
+        gone_view = recipe_view(pin, {"pad": "fix-merged"})
+        assert gone_view["proposal"]["gone"] is True and gone_view["proposal"]["brings"] == []
+        lines = reader_lines(gone_view)
         assert lines[-1] == (
             "Bump proposed: v0.1.0 → v0.1.1 (its pinned build is gone; v0.1.1 still exists with"
             " the same fixes); run watcher bump on this recipe."

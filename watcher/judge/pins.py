@@ -168,8 +168,10 @@ def proposal(v: dict[str, Any], recipe: str | None = None) -> dict[str, Any] | N
     gone with a named successor -> that successor; else fixes merged upstream and not in the pin,
     each with its first release -> the newest of those releases (it carries them all). None when
     neither (or the pin is no image). `text`: "bump proposed: v0.23.1 → v0.24.0 (brings
-    vllm#45295); run: watcher bump vllm-tp2" (plain: a page codes it, a terminal shows it as is); `gated`: the gate has judged this very bump (its
-    verdict then speaks for it, and readers are not told to run it again)."""
+    vllm#45295); run: watcher bump vllm-tp2" (plain text: the page codes references itself);
+    `brings`: the missing fixes it carries (none named for a gone pin: its successor is chosen
+    for the fixes the pin had); `gated`: the gate has judged this very bump (its verdict then
+    speaks for it, and readers are not told to run it again)."""
     if (v.get("kind") or "none") not in IMAGE_KINDS:
         return None
     awaiting = [f for f in v.get("fixes") or [] if f.get("state") == AWAITING_PIN]
@@ -179,6 +181,7 @@ def proposal(v: dict[str, Any], recipe: str | None = None) -> dict[str, Any] | N
         if not new:
             return None
         why = f"its pinned build is gone; {new} still exists with the same fixes"
+        refs = []
     elif awaiting and all(f.get("first_release") for f in awaiting):
         new = max((f["first_release"] for f in awaiting), key=version_key)
         why = "brings " + ", ".join(refs)
