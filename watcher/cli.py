@@ -1240,7 +1240,9 @@ def pins(config_path: str, check: bool, as_json: bool) -> None:
         store.close()
     views = {
         r.id: recipe_view(
-            stored.get(r.id), {b: ev.blockers[b].status for b in r.blockers if b in ev.blockers}
+            stored.get(r.id),
+            {b: ev.blockers[b].status for b in r.blockers if b in ev.blockers},
+            r.id,
         )
         for r in cfg.recipes
     }

@@ -20,7 +20,7 @@ from watcher.cli import cli
 from watcher.core.errors import WatcherError
 from watcher.fakes.registry import FakeRegistry
 from watcher.github.client import GitHubClient
-from watcher.judge.pins import reader_lines, recipe_view
+from watcher.judge.pins import proposal, reader_lines, recipe_view
 from watcher.poll.pins import refresh_pins
 from watcher.poll.registry import Registry
 from watcher.store.db import Store
@@ -259,17 +259,23 @@ def test_a_gone_pin_proposes_the_newest_live_build_descending_from_it(world):
         # pull token is reused): v0.1.2 (404), v0.1.1
         assert pin["successor"]["requests"] == 1 + 2 + 2
         assert pin["successor"]["image"] == f"{IMAGE}:v0.1.1"
-        lines = reader_lines(recipe_view(pin, {"pad": "fix-merged"}))
-        assert (
-            "The newest build that still exists with the same fixes: v0.1.1"
-            f" ({IMAGE}:v0.1.1)." in lines
+        gone_view = recipe_view(pin, {"pad": "fix-merged"})
+        assert gone_view["proposal"]["gone"] is True and gone_view["proposal"]["brings"] == []
+        lines = reader_lines(gone_view)
+        assert lines[-1] == (
+            "Bump proposed: v0.1.0 → v0.1.1 (its pinned build is gone; v0.1.1 still exists with"
+            " the same fixes); run watcher bump on this recipe."
         )
         prop = _propose(cfg, store, gh)
         assert (prop["new"], prop["why"]) == ("v0.1.1", "the pinned build is gone")
     finally:
         store.close()
     res = CliRunner().invoke(cli, ["pins", "--config", str(cfg.path)])
-    assert "next     the newest build that still exists with the same fixes: v0.1.1" in res.output
+    assert (
+        "propose  bump proposed: v0.1.0 → v0.1.1 (its pinned build is gone; v0.1.1 still exists"
+        " with the same fixes); run: watcher bump fake" in res.output
+    )
+    assert "next     " not in res.output  # the successor is named once, in the proposal
 
 
 def test_a_pin_with_nothing_newer_and_no_to_is_refused_in_words(world):
@@ -393,3 +399,26 @@ def test_a_release_is_named_in_the_pinned_tags_shape():
     assert image_tag("0.27.1", "v0.28.0") == "0.28.0"  # the pin's own (no v) spelling
     assert image_tag("v0.5.12-cu129", "v0.5.13") == "v0.5.13-cu129"
     assert image_tag("latest-gpu", "v1.2.0") == "v1.2.0"  # no version part: the release itself
+
+
+def test_the_cycle_proposes_the_release_that_carries_every_missing_fix_or_none():
+    """The cycle's own proposal (judge/pins.proposal) picks as `watcher bump` does: the newest of
+    the fixes' first releases by version, not by text (v0.10.0 after v0.9.1); none when a missing
+    fix has no release yet, for a package pin, or once the gate has judged that very bump."""
+
+    def fix(ref, first):
+        return {"blocker": "b", "ref": ref, "compare": "behind", "first_release": first}
+
+    pin = {"kind": "tag", "ref": "v0.9.0", "reference": f"{IMAGE}:v0.9.0"}
+    pin["fixes"] = [fix("eng#1", "v0.9.1"), fix("eng#2", "v0.10.0")]
+    prop = recipe_view(pin, {"b": "fix-merged"}, "fake")["proposal"]
+    assert (prop["old"], prop["new"], prop["brings"]) == ("v0.9.0", "v0.10.0", ["eng#1", "eng#2"])
+    assert prop["text"] == (
+        "bump proposed: v0.9.0 → v0.10.0 (brings eng#1, eng#2); run: watcher bump fake"
+    )
+    assert recipe_view({**pin, "fixes": [fix("eng#1", None)]}, {})["proposal"] is None
+    assert recipe_view({**pin, "kind": "version"}, {})["proposal"] is None
+    gated = recipe_view({**pin, "bump": {"new": "v0.10.0", "state": "ready"}}, {})
+    assert gated["proposal"]["gated"] is True
+    assert not any("proposed" in line for line in reader_lines(gated))
+    assert proposal({**pin, "fixes": []}) is None

@@ -119,7 +119,20 @@ def test_page_says_not_in_our_pin_until_the_pin_moves_past_the_fix(
             "Fixed upstream in `vllm#45295` (2026-06-30); not in our pin v0.23.1; first in v0.24.0."
             in page
         )
-        assert "Not ready to test on its pin v0.23.1: v0.24.0 would carry the fix." in page
+        proposed = (
+            "Not ready to test on its pin v0.23.1; bump proposed: v0.23.1 → v0.24.0 (brings"
+            " `vllm#45295`); run: watcher bump vllm-tp2."
+        )
+        assert proposed in page and page.count("bump proposed") == 1  # said once, not twice
+        assert "would carry" not in page
+        assert proposed.split("; ", 1)[1] in _sticky(cfg).replace("\\", "")
+        doc = json.loads((tmp_path / "site" / "status.json").read_text(encoding="utf-8"))
+        assert doc["pins"]["vllm-tp2"]["proposal"] == {
+            "old": "v0.23.1", "new": "v0.24.0", "brings": ["vllm#45295"], "gone": False,
+            "gated": False,
+            "text": "bump proposed: v0.23.1 → v0.24.0 (brings vllm#45295); run: watcher bump"
+            " vllm-tp2",
+        }  # fmt: skip
         # every blocker is cleared upstream, but not in the build the recipe runs
         assert _page_status(tmp_path) == (
             "blocked",
@@ -286,10 +299,12 @@ def test_a_gone_pin_names_its_successor_and_the_bump_verdict_reaches_page_commen
         later = NOW + timedelta(hours=25)
         with GitHubClient(gh.url, token="test-token") as client:
             run_cycle(cfg, now=later, client=client, no_smoke=True)
+        gone_page = _page(tmp_path)
         assert (
-            "The newest build that still exists with the same fixes: v0.24.0"
-            " (vllm/vllm-openai:v0.24.0)." in _page(tmp_path)
+            "Bump proposed: v0.23.1 → v0.24.0 (its pinned build is gone; v0.24.0 still exists"
+            " with the same fixes); run: watcher bump vllm-tp2." in gone_page
         )
+        assert gone_page.count("ump proposed") == 1 and "The newest build" not in gone_page
         res = CliRunner().invoke(cli, ["bump", "vllm-tp2", "--config", str(cfg.path), "--dry-run"])
         assert res.exit_code == 0, res.output
         assert "bump v0.23.1 → v0.24.0 (the pinned build is gone)" in res.output
@@ -323,7 +338,8 @@ def test_a_gone_pin_names_its_successor_and_the_bump_verdict_reaches_page_commen
     assert doc["pins"]["vllm-tp2"]["bump"]["state"] == "ready"
     assert doc["pins"]["vllm-tp2"]["successor"]["release"] == "v0.24.0"
     explained = CliRunner().invoke(cli, ["explain", "vllm", "--config", str(cfg.path)]).output
-    assert "next: the newest build that still exists with the same fixes: v0.24.0" in explained
+    # the gate has judged this very bump: its verdict speaks for it, no second proposal
+    assert "bump proposed" not in explained and "ump proposed" not in page
     assert f"pin-bump gate ({out['at'][:10]}): {out['text']}" in explained
     mx = json.loads((tmp_path / "site" / "matrix.json").read_text(encoding="utf-8"))
     assert mx["rows"][0]["pin_line"] == (

@@ -1,10 +1,13 @@
 """Make a tiny random Qwen2 model vLLM's CPU build can serve: run with the vLLM venv's python.
 
-    python tests/realengine/make_tiny_model.py OUT_DIR [--head-dim 32]
+    python tests/realengine/make_tiny_model.py OUT_DIR [--head-dim 32] [--layers 2] [--heads 4]
+        [--intermediate 256]
 
 2 layers, hidden 128, 4 heads of head_dim 32 (head_dim 16 makes vLLM's CPU attention refuse the
 first request), a byte-level BPE tokenizer trained on this repository's own text, a ChatML chat
-template, seeded weights: the same folder on every machine, greedy output deterministic.
+template, seeded weights: the same folder on every machine, greedy output deterministic. More
+layers, heads and a wider MLP make the truly slower model of a known speed pair (the same
+tokenizer, so the same prompt and the same tokens; only the work per token grows).
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--head-dim", type=int, default=32)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--intermediate", type=int, default=256)
     a = ap.parse_args()
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -56,12 +62,12 @@ def main() -> int:
     )
     fast.chat_template = CHATML
     fast.save_pretrained(out)
-    heads = 4
+    heads = a.heads
     cfg = Qwen2Config(
         vocab_size=len(fast),
         hidden_size=heads * a.head_dim,
-        intermediate_size=256,
-        num_hidden_layers=2,
+        intermediate_size=a.intermediate,
+        num_hidden_layers=a.layers,
         num_attention_heads=heads,
         num_key_value_heads=heads,
         head_dim=a.head_dim,

@@ -30,11 +30,26 @@ def vllm_python() -> Path | None:
     return py if (venv / ".installed").exists() and py.exists() else None
 
 
-def make_model(python: Path, out: Path, head_dim: int = 32) -> Path:
-    """The tiny random Qwen2 (tests/realengine/make_tiny_model.py), made with the venv's torch."""
+# The slower model of the known speed pair: 12 layers, hidden 512 (16 heads of 32), MLP 2048, about
+# 50M parameters against the tiny one's 0.6M: ~8x slower a token on vLLM's CPU build.
+BIG = {"layers": 12, "heads": 16, "intermediate": 2048}
+
+
+def make_model(
+    python: Path,
+    out: Path,
+    head_dim: int = 32,
+    *,
+    layers: int = 2,
+    heads: int = 4,
+    intermediate: int = 256,
+) -> Path:
+    """A random Qwen2 (tests/realengine/make_tiny_model.py), made with the venv's torch: the tiny
+    one by default, the slower one of the speed pair with **BIG."""
     subprocess.run(
         [str(python), str(REPO / "tests/realengine/make_tiny_model.py"), str(out)]
-        + ["--head-dim", str(head_dim)],
+        + ["--head-dim", str(head_dim), "--layers", str(layers), "--heads", str(heads)]
+        + ["--intermediate", str(intermediate)],
         check=True,
         capture_output=True,
         timeout=300,

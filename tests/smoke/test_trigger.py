@@ -500,3 +500,35 @@ def test_clock_stepped_back_does_not_starve_the_budget(tmp_path, store):
         cfg, store, ev, [item_event("fix-pr")], NOW, cycle_id=None, at=iso(NOW), runner=runner
     )
     assert calls == []  # the two runs a few minutes ahead (and the one above) fill the budget
+
+
+def test_a_dispatched_bisect_step_counts_against_the_trigger_budget(tmp_path, store):
+    """A bisect step sent to GitHub Actions is a launch not yet stored as a run: with one run today
+    and one step in flight the budget of 2 is spent, and the trigger waits; once the step is
+    collected (no longer pending) and nothing else ran, the same trigger runs."""
+    cfg = make_cfg(tmp_path, smoke="")
+    calls = []
+
+    def runner(cfg, recipe, run_id):
+        calls.append(run_id)
+        return run_doc(run_id, outcome="failed", started=NOW)
+
+    store.add_smoke_run(run_doc("today", started=NOW - timedelta(hours=2)))
+    step = {
+        "index": 3, "build": "up/eng:b103", "run_id": "r1-step", "actions_run_id": 7,
+        "dispatched_at": iso(NOW - timedelta(minutes=5)), "note": None,
+    }  # fmt: skip
+    bisect = {
+        "id": "bisect-1", "recipe": "r1", "mode": "fixed", "good": "b100", "bad": "b110",
+        "status": "paused", "created_at": iso(NOW - timedelta(hours=1)),
+        "updated_at": iso(NOW - timedelta(minutes=5)), "pending": step,
+    }  # fmt: skip
+    store.put_bisect(bisect)
+    ev = evaluate(cfg, {}, [], {}, NOW)
+    events = [item_event("fix-pr")]
+    docs, _ = run_triggers(cfg, store, ev, events, NOW, cycle_id=None, at=iso(NOW), runner=runner)
+    assert calls == [] and docs == []
+    assert store.triggers()["r1"]["state"] == "waiting"
+    store.put_bisect(dict(bisect, pending=None, updated_at=iso(NOW)))
+    docs, _ = run_triggers(cfg, store, ev, [], NOW, cycle_id=None, at=iso(NOW), runner=runner)
+    assert len(calls) == 1 and docs[0]["trigger"] == ["item fix-pr of blocker b1 changed"]

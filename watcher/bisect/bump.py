@@ -22,7 +22,7 @@ from watcher.config.recipes import COMPARED_CHECKS
 from watcher.core.clock import iso, utcnow
 from watcher.core.errors import GitHubError, WatcherError
 from watcher.judge.compare import BELOW, CLEARS
-from watcher.judge.pins import AWAITING_PIN, pin_name, view
+from watcher.judge.pins import AWAITING_PIN, pin_name, version_key, view
 from watcher.poll.pins import compare_fixes, tag_candidates, tag_commit
 from watcher.poll.registry import Registry
 from watcher.poll.successor import image_for, successor
@@ -63,7 +63,7 @@ def propose(
             raise WatcherError(f"{recipe.id}: its pin is gone and {nxt.get('why')}; give --to")
         release, image, why = nxt["release"], nxt["image"], "the pinned build is gone"
     elif awaiting and all(f.get("first_release") for f in awaiting):
-        release = max((f["first_release"] for f in awaiting), key=_version_key)
+        release = max((f["first_release"] for f in awaiting), key=version_key)
         image, why = image_for(pin, release), "a newer release carries a tracked fix"
     else:
         raise WatcherError(
@@ -98,12 +98,6 @@ def propose(
         "commits": _between(client, pin, old_sha, new_sha),
         "requests": spent + (1 if old_sha and new_sha else 0),
     }
-
-
-def _version_key(tag: str) -> tuple:
-    return tuple(
-        int(p) if p.isdigit() else 0 for p in tag.lstrip("vb").replace("-", ".").split(".")
-    )
 
 
 def _between(client, pin: Pin, old: str, new: str | None) -> dict[str, Any]:

@@ -464,20 +464,11 @@ def _apply(state: dict[str, Any], step: dict[str, Any]) -> str | None:
 
 
 def runs_left_today(cfg: Config, store: Store, now: datetime) -> int:
-    """Launches the daily budget still allows, counted as the trigger counts them: a dispatched
-    trigger brings its baseline (2 x compare_rounds), a dispatched bisect step is one launch
-    (its recipe runs without a baseline, `recipe_for`)."""
-    from watcher.smoke.session import launch_cost
-    from watcher.smoke.trigger import runs_in_last_day
+    """Launches the daily budget still allows, counted as the trigger counts them
+    (`smoke.trigger.launches_left_today`: dispatched triggers and bisect steps in flight)."""
+    from watcher.smoke.trigger import launches_left_today
 
-    known = {r.id: r for r in cfg.recipes}
-    in_flight = sum(
-        launch_cost(known[t["recipe"]]) if t["recipe"] in known else 1
-        for t in store.triggers().values()
-        if t["state"] == "dispatched"
-    )
-    in_flight += sum(1 for b in store.bisects(limit=20) if b.get("pending"))
-    return cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - in_flight
+    return launches_left_today(cfg, store, now)
 
 
 def _local(cfg: Config, recipe: Recipe, run_id: str) -> dict[str, Any]:

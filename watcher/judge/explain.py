@@ -224,14 +224,17 @@ def _pin_lines(v: dict[str, Any], indent: str) -> list[str]:
     out = [f"{indent}pin: {v['reference']} — {commit}"]
     if v.get("gone"):
         out.append(f"{indent}  GONE: {v['gone']}")
+    prop = v.get("proposal")
     if v.get("held_by_pin"):
         newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
         out.append(
             f"{indent}  not ready on its pin {pin_name(v)}: {', '.join(v['held_by_pin'])} fixed"
-            f" upstream only; {newer} would carry it"
+            f" upstream only" + ("" if prop else f"; {newer} would carry it")
         )
-    if successor_phrase(v):
+    if successor_phrase(v) and not prop:
         out.append(f"{indent}  next: {successor_phrase(v)}")
+    if prop and not prop.get("gated"):
+        out.append(f"{indent}  {prop['text']}")
     if (v.get("bump") or {}).get("text"):
         out.append(
             f"{indent}  pin-bump gate ({str(v['bump'].get('at'))[:10]}): {v['bump']['text']}"

@@ -141,11 +141,68 @@ def tracker_check(pins: dict[str, dict[str, Any]]) -> PinCheck:
     return check
 
 
-def recipe_view(pin: dict[str, Any] | None, blockers: dict[str, str]) -> dict[str, Any]:
-    """One recipe's pin as readers see it: the stored doc with fix states, liveness and
-    readiness on the pin (the shape `watcher pins --json` and status.json's `pins` share)."""
+def recipe_view(
+    pin: dict[str, Any] | None, blockers: dict[str, str], recipe: str | None = None
+) -> dict[str, Any]:
+    """One recipe's pin as readers see it: the stored doc with fix states, liveness, readiness
+    on the pin and the bump the cycle proposes (the shape `watcher pins --json` and
+    status.json's `pins` share)."""
     shown = view(pin) or {"kind": "none", "why": "not read yet (run watcher pins --check)"}
-    return {**shown, **readiness(pin, blockers)}
+    out = {**shown, **readiness(pin, blockers)}
+    out["proposal"] = proposal(out, recipe)
+    return out
+
+
+IMAGE_KINDS = ("tag", "digest", "nightly")  # what `watcher bump` can move (never a package)
+
+
+def version_key(tag: str) -> tuple:
+    """`v0.28.0` -> (0, 28, 0), `b10300` -> (10300,): the newest of several releases."""
+    return tuple(
+        int(p) if p.isdigit() else 0 for p in tag.lstrip("vb").replace("-", ".").split(".")
+    )
+
+
+def proposal(v: dict[str, Any], recipe: str | None = None) -> dict[str, Any] | None:
+    """The bump a cycle proposes on its own, as `watcher bump RECIPE` would choose it: the pin
+    gone with a named successor -> that successor; else fixes merged upstream and not in the pin,
+    each with its first release -> the newest of those releases (it carries them all). None when
+    neither (or the pin is no image). `text`: "bump proposed: v0.23.1 → v0.24.0 (brings
+    vllm#45295); run: watcher bump vllm-tp2" (plain text: the page codes references itself);
+    `brings`: the missing fixes it carries (none named for a gone pin: its successor is chosen
+    for the fixes the pin had); `gated`: the gate has judged this very bump (its verdict then
+    speaks for it, and readers are not told to run it again)."""
+    if (v.get("kind") or "none") not in IMAGE_KINDS:
+        return None
+    awaiting = [f for f in v.get("fixes") or [] if f.get("state") == AWAITING_PIN]
+    refs = [str(f.get("ref") or f.get("item")) for f in awaiting]
+    if v.get("gone"):
+        new = (v.get("successor") or {}).get("release")
+        if not new:
+            return None
+        why = f"its pinned build is gone; {new} still exists with the same fixes"
+        refs = []
+    elif awaiting and all(f.get("first_release") for f in awaiting):
+        new = max((f["first_release"] for f in awaiting), key=version_key)
+        why = "brings " + ", ".join(refs)
+    else:
+        return None
+    old = pin_name(v)
+    run = f"; run: watcher bump {recipe}" if recipe else "; run watcher bump on this recipe"
+    return {
+        "old": old,
+        "new": new,
+        "brings": refs,
+        "gone": bool(v.get("gone")),
+        "gated": (v.get("bump") or {}).get("new") == new,
+        "text": f"bump proposed: {old} → {new} ({why}){run}",
+    }
+
+
+def _proposed(v: dict[str, Any]) -> str | None:
+    """The proposal's sentence, when one is to be said (not once the gate has judged it)."""
+    prop = v.get("proposal") or {}
+    return prop["text"] if prop and not prop.get("gated") else None
 
 
 def format_text(views: dict[str, dict[str, Any]]) -> str:
@@ -168,14 +225,17 @@ def format_text(views: dict[str, dict[str, Any]]) -> str:
             out.append(f"  exists   {_exists(live)}")
         for f in v.get("fixes") or []:
             out.append(f"  fix      {f['blocker']}: {f['text']}")
+        prop = v.get("proposal")
         if v.get("held_by_pin"):
             newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
             out.append(
                 f"  ready    not on its pin: {', '.join(v['held_by_pin'])} fixed upstream, not in"
-                f" {pin_name(v)}; {newer} would carry it"
+                f" {pin_name(v)}" + ("" if prop else f"; {newer} would carry it")
             )
-        if successor_phrase(v):
+        if successor_phrase(v) and not prop:
             out.append(f"  next     {successor_phrase(v)}")
+        if _proposed(v):
+            out.append(f"  propose  {_proposed(v)}")
         if (v.get("bump") or {}).get("text"):
             out.append(f"  bump     {v['bump']['text']} ({str(v['bump'].get('at'))[:10]})")
     return "\n".join(out)
@@ -210,11 +270,23 @@ def reader_lines(v: dict[str, Any]) -> list[str]:
             " the pin needs a bump before it can be tested."
         )
     out += [f"{f['text'][0].upper()}{f['text'][1:]}." for f in v.get("fixes") or []]
+    prop = v.get("proposal")
     if v.get("held_by_pin") and not v.get("gone"):
         newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
-        out.append(f"Not ready to test on its pin {pin_name(v)}: {newer} would carry the fix.")
+        out.append(
+            f"Not ready to test on its pin {pin_name(v)}"
+            + (
+                f"; {_proposed(v)}."
+                if _proposed(v)
+                else "."
+                if prop
+                else f": {newer} would carry the fix."
+            )
+        )
+    elif _proposed(v):
+        out.append(_proposed(v)[0].upper() + _proposed(v)[1:] + ".")
     nxt = successor_phrase(v)
-    if nxt:
+    if nxt and not prop:
         out.append(nxt[0].upper() + nxt[1:] + ".")
     if (v.get("bump") or {}).get("text"):
         b = v["bump"]

@@ -418,7 +418,7 @@ def _pin_lines(cfg: Config, r_id: str, ev: Evaluation, pin: dict[str, Any] | Non
     if not pin:
         return []
     statuses = {b: ev.blockers[b].status for b in cfg.recipe(r_id).blockers if b in ev.blockers}
-    return pins_rule.reader_lines(pins_rule.recipe_view(pin, statuses))
+    return pins_rule.reader_lines(pins_rule.recipe_view(pin, statuses, r_id))
 
 
 def _filled_command(r) -> list[str]:

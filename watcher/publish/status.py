@@ -180,7 +180,7 @@ def pin_views(
     out = {}
     for r in cfg.recipes:
         statuses = {b: ev.blockers[b].status for b in r.blockers if b in ev.blockers}
-        view = recipe_view(pins.get(r.id), statuses)
+        view = recipe_view(pins.get(r.id), statuses, r.id)
         view["liveness"] = {k: v for k, v in (view.get("liveness") or {}).items() if k != "etag"}
         out[r.id] = _plain_tree(view)
     return out

@@ -163,6 +163,8 @@ def due_recipes(
 # A run stamped later than this after "now" was stamped by a clock that has since stepped back: it
 # cannot be placed in time, so it is not counted (else one step back would starve the budget).
 FUTURE_SLACK = timedelta(minutes=5)
+# Every stored bisect is read for a pending step (a store holds tens, not thousands).
+ALL_BISECTS = 100_000
 
 
 def runs_in_last_day(store: Store, now: datetime) -> int:
@@ -255,7 +257,7 @@ def run_triggers(
         waiting.append(t)
     if not waiting:
         return docs, smoke_events
-    left = cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - _in_flight(cfg, triggers)
+    left = launches_left_today(cfg, store, now)
     wanted = [cfg.recipe(t["recipe"]) for t in waiting]
     chosen = {r.id for r in admit(cfg, wanted, left, shared=not actions)}
     if len(chosen) < len(waiting):
@@ -300,13 +302,26 @@ def run_triggers(
     return docs, smoke_events
 
 
-def _in_flight(cfg: Config, triggers: dict[str, dict[str, Any]]) -> int:
-    """Launches of dispatched runs not yet collected (each brings its own baseline)."""
+def launches_in_flight(cfg: Config, store: Store) -> int:
+    """Launches dispatched to GitHub Actions and not yet collected, stored as runs only when they
+    are: a dispatched trigger brings its baseline (`launch_cost`), a dispatched bisect step is one
+    launch (its recipe runs without a baseline). Uncounted, triggers and bisect steps dispatched in
+    the same day could each spend the whole budget."""
     known = {r.id: r for r in cfg.recipes}
-    return sum(
+    triggers = sum(
         launch_cost(known[t["recipe"]]) if t["recipe"] in known else 1
-        for t in triggers.values()
+        for t in store.triggers().values()
         if t["state"] == "dispatched"
+    )
+    steps = sum(1 for b in store.bisects(limit=ALL_BISECTS) if b.get("pending"))
+    return triggers + steps
+
+
+def launches_left_today(cfg: Config, store: Store, now: datetime) -> int:
+    """What smoke.max_runs_per_day still allows: the runs of the last day and those in flight
+    taken off (triggers, bisects and the bump gate all ask this one count)."""
+    return (
+        cfg.smoke.max_runs_per_day - runs_in_last_day(store, now) - launches_in_flight(cfg, store)
     )
 
 
