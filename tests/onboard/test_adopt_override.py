@@ -175,6 +175,7 @@ def test_when_watchers_evidence_differs_every_view_says_both(tmp_path, monkeypat
     body = Bodies(cfg, ev, items, runs, statuses).status(cfg.pages[0])
     assert "## Engine: validated alternative, as the maintainers say; watcher saw regressed" in body
     assert "🗣️ Set by the maintainers since 2026-06-02: **validated**" in body
+    assert "**validated** since 2026-06-02 —" in body  # the status line says the maintainers' day
     assert "Watcher's own evidence says **regressed**" in body
 
 

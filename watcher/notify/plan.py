@@ -24,7 +24,7 @@ from watcher.core.clock import parse_iso
 from watcher.core.redact import redact
 from watcher.github.comments import Comment
 from watcher.judge.evaluate import CLEARED, Evaluation
-from watcher.publish.context import BLOCKER_MARKS, PAGE_HEADLINES, page_context
+from watcher.publish.context import BLOCKER_MARKS, PAGE_HEADLINES, hand_since, page_context
 from watcher.publish.page import digest, environment
 
 STATUS_MARKER = "<!-- watcher:status page={page} -->"
@@ -143,6 +143,9 @@ class Bodies:
             self.cfg, page, self.items, self.ev, self.runs, [], None, None, pins=self.pins
         )
         since = (self.statuses.get(f"page:{page.id}") or {}).get("since")
+        since = (
+            hand_since(self.ev.pages[page.id]) or since
+        )  # the maintainers' day, as the page says
         evidence = []
         for r in ctx["recipes"]:
             run = r["latest_target"] or r["latest"]

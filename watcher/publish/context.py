@@ -253,7 +253,7 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
     """The page's own status, headline, freshness words and links (the top of a page)."""
     status = ev.pages[page.id]
     since = ((statuses or {}).get(f"page:{page.id}") or {}).get("since")
-    since = _hand_since(status) or since  # set by hand on that day, before watcher knew
+    since = hand_since(status) or since  # set by hand on that day, before watcher knew
     now = prose.now_of(last_checked, (attempt or {}).get("at"))
     open_blockers = sum(1 for b in blockers if b["status"] not in ("fix-merged", "verified"))
     # the maintainers' word is known before the first read: it never shows as "unknown"
@@ -295,7 +295,7 @@ def _page_status(cfg, page, ev, blockers, gpu, never_read, statuses, last_checke
     }
 
 
-def _hand_since(st: Any) -> str | None:
+def hand_since(st: Any) -> str | None:
     """The day the maintainers set a page's status by hand (a park's or an override's `since`),
     which the site's card says as the page does."""
     if (st.parked or {}).get("by") == "maintainer" and st.parked.get("since"):
@@ -721,7 +721,7 @@ def site_context(
                 "tone": STATUS_TONES.get(shown, "muted"),
                 "headline": page_headline(st, shown, never_read),
                 "reason": prose.titled(cfg, st.reason) if not never_read else not_checked,
-                "since": _hand_since(st) or (since(f"page:{p.id}") if not never_read else None),
+                "since": hand_since(st) or (since(f"page:{p.id}") if not never_read else None),
                 "output": p.output,
                 "href": f"page/{p.id}.html",
                 "badge": f"badge/{p.id}.svg",
