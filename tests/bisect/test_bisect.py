@@ -222,7 +222,8 @@ def test_a_gone_middle_build_has_its_neighbour_tried_and_the_range_says_so(
     tags = [r["tag"] for r in seed_releases(fake_github, 16)]
     for tag in ("v0.1.7", "v0.1.4"):  # the first middle, and the build just before the first bad
         registry.purge(IMAGE, tag)
-    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.5"])
+    page = '[[page]]\nid = "guide"\ntitle = "The guide"\noutput = "GUIDE.md"\nrecipes = ["fake"]\n'
+    cfg = write_config(tmp_path, fake_github, tags, ["--bad-from", "v0.1.5"], extra=page)
     r, state = bisect_json(cfg, "fake", "--good", "v0.1.0", "--bad", "v0.1.15")
     assert [s["index"] for s in state["steps"]][:3] == [0, 15, 6]  # 7 is gone: its neighbour
     rep = state["report"]
@@ -238,6 +239,22 @@ def test_a_gone_middle_build_has_its_neighbour_tried_and_the_range_says_so(
     assert f"; between {IMAGE}:v0.1.3 and {IMAGE}:v0.1.5, {IMAGE}:v0.1.4 skipped as gone" in shown
     assert f"gone (no longer published, never run): {IMAGE}:v0.1.4, {IMAGE}:v0.1.7" in shown
     assert "1 between skipped as gone" in summary(state)
+    html = (tmp_path / "site" / "bisect" / f"{state['id']}.html").read_text()
+    assert f"{IMAGE}:v0.1.4 skipped as gone (no longer published, never run)" in html
+    assert "could not be judged" not in html  # a gone build was never run, not misjudged
+    from watcher.core.clock import utcnow
+    from watcher.judge.evaluate import evaluate
+    from watcher.notify.plan import Bodies
+
+    loaded = load_config(cfg)
+    store = Store(loaded.db_path)
+    try:
+        ev = evaluate(loaded, store.items(), store.evaluation_runs(), store.statuses(), utcnow())
+        body = Bodies(loaded, ev, store.items(), [], {}, bisects=store.bisects())
+        body = body.status(loaded.page("guide"))
+    finally:
+        store.close()
+    assert f"1 between skipped as gone (`{IMAGE}:v0.1.4`)" in body  # the sticky comment too
     # the dry run lists them before anything runs
     r = run_cli("bisect", "fake", "--good", "v0.1.0", "--bad", "v0.1.15", "--dry-run",
                 "--config", str(cfg))  # fmt: skip
