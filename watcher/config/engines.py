@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from watcher.config.model import EngineSettings, Page, Recipe
+from watcher.config.pins import ENGINE_REPOS
 from watcher.config.reader import TableReader
 
 # The guide's own names and file names for its engines; any other label gets a derived one.
@@ -32,13 +33,8 @@ FILES = {
     "ik_llama.cpp": "IK_LLAMA.md",
     "llamacpp-club3090": "LLAMACPP_CLUB3090.md",
 }
-# where an engine's upstream lives: its tracker rows are the ones linking there
-REPOS = {
-    "vllm": "vllm-project/vllm",
-    "sglang": "sgl-project/sglang",
-    "llama.cpp": "ggml-org/llama.cpp",
-    "ik_llama.cpp": "ikawrakow/ik_llama.cpp",
-}
+# where an engine's upstream lives (the pins' map): its tracker rows are the ones linking there
+REPOS = ENGINE_REPOS
 
 
 def title(engine: str) -> str:
