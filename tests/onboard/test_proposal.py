@@ -136,3 +136,22 @@ def test_readers_see_not_tested_yet(tmp_path):
     assert "Not tested yet on two RTX 3090s: nothing blocks it, and no smoke run has" in text
     status = json.loads((cfg.site_dir / "status.json").read_text())
     assert {p["id"]: p["status"] for p in status["pages"]}["vllm"] == "untested"
+
+
+def test_explain_names_the_recipes_waiting_for_their_first_run(tmp_path):
+    """The maintainer's view says which proposals wait for them, and the command that starts one;
+    a recipe that names blockers (first_run auto) or that has a run on target hardware does not."""
+    from kits.judgekit import run
+
+    from watcher.judge.explain import explain, format_text
+
+    cfg, _ = _scanned(tmp_path)
+    ev = evaluate(cfg, {}, [], {}, NOW)
+    text = format_text(explain(cfg, "engines", {}, ev, []))
+    assert f"first run: never tested on target hardware; waits for `watcher smoke {VLLM}`" in text
+    assert f"waits for `watcher smoke {SGLANG}`" in text  # proposed with blockers, still manual
+    assert "waits for `watcher smoke sglang-eagle-tp1`" not in text  # shipped: blockers, auto
+    runs = [run(VLLM, "passed")]
+    doc = explain(cfg, "engines", {}, evaluate(cfg, {}, runs, {}, NOW), runs)
+    (page,) = doc["pages"]
+    assert {r["id"]: r["first_run"] for r in page["recipes"]}[VLLM] is None  # it has run

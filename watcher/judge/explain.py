@@ -11,7 +11,7 @@ from typing import Any
 
 from watcher.config.model import Config
 from watcher.core.errors import WatcherError
-from watcher.judge.evaluate import Evaluation
+from watcher.judge.evaluate import Evaluation, latest_target_runs
 from watcher.judge.pins import pin_name, recipe_view, successor_phrase
 from watcher.judge.views import item_view
 
@@ -105,6 +105,7 @@ def explain(
     page_ids = {p.id for p in cfg.pages}
     if target is None or target in page_ids:
         pages = [p for p in cfg.pages if target in (None, p.id)]
+        tested = latest_target_runs(runs)
         return {
             "type": "pages",
             "pages": [
@@ -124,6 +125,7 @@ def explain(
                             "blockers": list(cfg.recipe(r).blockers),
                             "smoke_runs": _runs_for(runs, r),
                             "pending": (triggers or {}).get(r),
+                            "first_run": _first_run(cfg, r, tested),
                             "pin": _pin(cfg, r, ev, pins),
                         }
                         for r in p.recipes
@@ -191,6 +193,13 @@ def _run_lines(runs: list[dict[str, Any]], indent: str) -> list[str]:
         + (f"\n{indent}  reason: {r['reason']}" if r.get("reason") else "")
         for r in runs
     ]
+
+
+def _first_run(cfg: Config, recipe_id: str, tested: dict[str, Any]) -> str | None:
+    """Why no cycle starts this recipe yet: never tested, its first run the maintainer's."""
+    if recipe_id in tested or not cfg.recipe(recipe_id).first_run_manual:
+        return None
+    return f'never tested on target hardware; waits for `watcher smoke {recipe_id}` (first_run = "manual")'
 
 
 def _pending_lines(t: dict[str, Any] | None, indent: str) -> list[str]:
@@ -298,6 +307,8 @@ def format_text(doc: dict[str, Any]) -> str:
                 )
             for r in p["recipes"]:
                 lines.append(f"  recipe {r['id']} needs {', '.join(r['blockers']) or 'nothing'}")
+                if r.get("first_run"):
+                    lines.append(f"    first run: {r['first_run']}")
                 lines.extend(_pending_lines(r.get("pending"), "    "))
                 lines.extend(_pin_lines(r.get("pin") or {}, "    "))
                 lines.extend(_run_lines(r["smoke_runs"], "    "))
