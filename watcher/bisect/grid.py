@@ -26,6 +26,7 @@ from urllib.parse import quote
 from watcher.config.model import Source
 from watcher.config.pins import parse_image
 from watcher.core.errors import WatcherError
+from watcher.poll.poller import gather
 from watcher.poll.registry import Registry, RegistryError, Unreachable
 from watcher.smoke.launch import docker
 
@@ -271,9 +272,16 @@ def check_points(
         return
     own = registry is None
     reg = registry or Registry()
+    # Ctrl-C may land on a worker thread: wait in slices (poll.poller.gather) and, once
+    # interrupted, start nothing more and drop the checks in flight instead of waiting them out.
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bisect-check")
+    interrupted = False
     try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda p: _image_check(p, reg), points))
+        gather(pool, lambda p: _image_check(p, reg), points)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
         if own:
             reg.close()

@@ -45,7 +45,7 @@ MAX_STREAM_PAGES = 50  # a commit stream with no max_pages: 5,000 commits a path
 SLICE_S = 0.25  # how long the main thread waits on a read before it looks at its signals again
 
 
-def _gather(pool: ThreadPoolExecutor, fn, xs) -> list:
+def gather(pool: ThreadPoolExecutor, fn, xs) -> list:
     """`pool.map`'s results in order, waited for in slices. The kernel may hand Ctrl-C to a
     worker thread; Python then only flags it for the main thread, which a plain wait on a slow
     read (several 10 s answers) does not see until the read ends. Each slice ends in the
@@ -172,16 +172,16 @@ class Poller:
         pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="poll")
         interrupted = False
         try:
-            _gather(pool, lambda k: self.tip(*k, raise_error=False), keys)
-            _gather(pool, self.feed.read, feeds)
+            gather(pool, lambda k: self.tip(*k, raise_error=False), keys)
+            gather(pool, self.feed.read, feeds)
             # issues and pulls first when there are streams: their timelines link PRs that
             # rank a stream's commits (else config order, as ever)
             streams = any(i.kind == "commits" for i in items)
             threads = [i for i in items if streams and i.kind in ("issue", "pull")]
             rest = [i for i in items if i not in threads]
-            seen = {o.item_id: o for o in _gather(pool, self._poll_counted, threads)}
+            seen = {o.item_id: o for o in gather(pool, self._poll_counted, threads)}
             self.linked = relevance.linked_pulls(threads, self._timelines)
-            seen.update((o.item_id, o) for o in _gather(pool, self._poll_counted, rest))
+            seen.update((o.item_id, o) for o in gather(pool, self._poll_counted, rest))
             return {i.id: seen[i.id] for i in items if i.id in seen}
         except KeyboardInterrupt:
             interrupted = True
