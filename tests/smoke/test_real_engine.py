@@ -183,8 +183,10 @@ def test_a_known_large_ratio_gives_one_definite_verdict_at_floors_2x_away(
     """The tiny model against one with ~80x its parameters (vllm.BIG), one session of `watcher
     smoke`: the ratio lies in the band bench/real_pair.py measured, and the stored figures judged
     under floors 2x and more beyond that band on either side give the one right definite verdict
-    (the same floors every run, so every run says the same); floors 2x either side of this run's
-    own ratio are definite too, and `insufficient data` is said only for floors near the ratio."""
+    (the same floors every run, so every run says the same); floors 2x and more beyond this run's
+    own interval are definite too, and `insufficient data` is said only for floors inside it. (2x
+    the point ratio is not enough on a loaded host: under the whole suite one run's interval
+    reached past it, and the rule rightly said insufficient data there.)"""
     doc = _smoke(tmp_path, pair.config(tmp_path / "watch.toml", python, model, big), "pair-big")
     (base,) = doc["baseline_runs"]
     assert base["outcome"] == "passed" and doc["outcome"] == "passed", doc["reason"]
@@ -194,13 +196,13 @@ def test_a_known_large_ratio_gives_one_definite_verdict_at_floors_2x_away(
     assert pair.KNOWN[0] <= c["speed_ratio"] <= pair.KNOWN[1], shown
     assert [rejudge(c, f, None) for f in pair.FAR_BELOW] == ["clears"] * 3, shown
     assert [rejudge(c, f, None) for f in pair.FAR_ABOVE] == ["below"] * 3, shown
-    ratio = c["speed_ratio"]
+    ratio, (lo, hi) = c["speed_ratio"], c["speed_ratio_range"]
+    assert lo <= ratio <= hi, shown
     for k in (2, 3, 4):
-        assert rejudge(c, ratio / k, None) == "clears" and rejudge(c, ratio * k, None) == "below"
+        assert rejudge(c, lo / k, None) == "clears" and rejudge(c, hi * k, None) == "below", shown
     for k in (0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 4.0):
         if rejudge(c, ratio * k, None) == "insufficient data":
-            assert 0.5 < k < 2 and c["speed_ratio_range"][0] <= ratio * k, (k, shown)
-            assert ratio * k <= c["speed_ratio_range"][1], (k, shown)
+            assert lo <= ratio * k <= hi, (k, shown)  # only a floor the interval straddles
 
 
 @pytest.mark.slow(seconds=10)  # vLLM's imports, then its refusal
