@@ -12,7 +12,7 @@ from typing import Any
 from watcher.config.model import Config
 from watcher.core.errors import WatcherError
 from watcher.judge.evaluate import Evaluation, latest_target_runs
-from watcher.judge.pins import pin_name, recipe_view, successor_phrase
+from watcher.judge.pins import carried_by, pin_name, proposed_text, recipe_view, successor_phrase
 from watcher.judge.views import item_view
 
 
@@ -233,17 +233,15 @@ def _pin_lines(v: dict[str, Any], indent: str) -> list[str]:
     out = [f"{indent}pin: {v['reference']} — {commit}"]
     if v.get("gone"):
         out.append(f"{indent}  GONE: {v['gone']}")
-    prop = v.get("proposal")
     if v.get("held_by_pin"):
-        newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
         out.append(
             f"{indent}  not ready on its pin {pin_name(v)}: {', '.join(v['held_by_pin'])} fixed"
-            f" upstream only" + ("" if prop else f"; {newer} would carry it")
+            f" upstream only" + carried_by(v)
         )
-    if successor_phrase(v) and not prop:
+    if successor_phrase(v) and not v.get("proposal"):
         out.append(f"{indent}  next: {successor_phrase(v)}")
-    if prop and not prop.get("gated"):
-        out.append(f"{indent}  {prop['text']}")
+    if proposed_text(v):
+        out.append(f"{indent}  {proposed_text(v)}")
     if (v.get("bump") or {}).get("text"):
         out.append(
             f"{indent}  pin-bump gate ({str(v['bump'].get('at'))[:10]}): {v['bump']['text']}"

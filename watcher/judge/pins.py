@@ -199,10 +199,18 @@ def proposal(v: dict[str, Any], recipe: str | None = None) -> dict[str, Any] | N
     }
 
 
-def _proposed(v: dict[str, Any]) -> str | None:
+def proposed_text(v: dict[str, Any]) -> str | None:
     """The proposal's sentence, when one is to be said (not once the gate has judged it)."""
     prop = v.get("proposal") or {}
     return prop["text"] if prop and not prop.get("gated") else None
+
+
+def carried_by(v: dict[str, Any]) -> str:
+    """ "; v0.24.0 would carry it" after a fix that is not in the pin, unless a proposal (which
+    names the build) is said instead."""
+    if v.get("proposal"):
+        return ""
+    return f"; {', '.join(v.get('newer_builds') or []) or 'a newer build'} would carry it"
 
 
 def format_text(views: dict[str, dict[str, Any]]) -> str:
@@ -225,17 +233,15 @@ def format_text(views: dict[str, dict[str, Any]]) -> str:
             out.append(f"  exists   {_exists(live)}")
         for f in v.get("fixes") or []:
             out.append(f"  fix      {f['blocker']}: {f['text']}")
-        prop = v.get("proposal")
         if v.get("held_by_pin"):
-            newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
             out.append(
                 f"  ready    not on its pin: {', '.join(v['held_by_pin'])} fixed upstream, not in"
-                f" {pin_name(v)}" + ("" if prop else f"; {newer} would carry it")
+                f" {pin_name(v)}" + carried_by(v)
             )
-        if successor_phrase(v) and not prop:
+        if successor_phrase(v) and not v.get("proposal"):
             out.append(f"  next     {successor_phrase(v)}")
-        if _proposed(v):
-            out.append(f"  propose  {_proposed(v)}")
+        if proposed_text(v):
+            out.append(f"  propose  {proposed_text(v)}")
         if (v.get("bump") or {}).get("text"):
             out.append(f"  bump     {v['bump']['text']} ({str(v['bump'].get('at'))[:10]})")
     return "\n".join(out)
@@ -270,21 +276,15 @@ def reader_lines(v: dict[str, Any]) -> list[str]:
             " the pin needs a bump before it can be tested."
         )
     out += [f"{f['text'][0].upper()}{f['text'][1:]}." for f in v.get("fixes") or []]
-    prop = v.get("proposal")
+    prop, said = v.get("proposal"), proposed_text(v)
     if v.get("held_by_pin") and not v.get("gone"):
         newer = ", ".join(v.get("newer_builds") or []) or "a newer build"
         out.append(
             f"Not ready to test on its pin {pin_name(v)}"
-            + (
-                f"; {_proposed(v)}."
-                if _proposed(v)
-                else "."
-                if prop
-                else f": {newer} would carry the fix."
-            )
+            + (f"; {said}." if said else "." if prop else f": {newer} would carry the fix.")
         )
-    elif _proposed(v):
-        out.append(_proposed(v)[0].upper() + _proposed(v)[1:] + ".")
+    elif said:
+        out.append(said[0].upper() + said[1:] + ".")
     nxt = successor_phrase(v)
     if nxt and not prop:
         out.append(nxt[0].upper() + nxt[1:] + ".")
